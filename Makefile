@@ -1,0 +1,34 @@
+# The two set-up commands (see README):
+#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU)
+#   make test   runs the test suite
+# Both create .venv and install what is missing from requirements.txt first.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEMO_DIR ?= runs/demo
+PRESET ?= demo
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint venv clean-venv
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt setup.py
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) scripts/pipeline.py --preset=$(PRESET) --out_dir=$(DEMO_DIR)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/pre-commit run --all-files
+
+clean-venv:
+	rm -rf $(VENV)

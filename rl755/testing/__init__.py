@@ -1,0 +1,1 @@
+"""Fakes for tests: a tiny pixel environment (see `fake_env`)."""

@@ -1,0 +1,25 @@
+"""Shared fixtures. Tests use tmp_path only, a tiny fake environment and tiny models."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+import pytest  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_config(tmp_path, monkeypatch):
+    """Points rl755's data/models dirs and config file at the test's tmp_path."""
+    monkeypatch.setenv("RL755_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("RL755_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("RL755_CONFIG", str(tmp_path / "rl755_config.json"))
+    yield
+
+
+@pytest.fixture(scope="session")
+def repo_root():
+    return REPO_ROOT

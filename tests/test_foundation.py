@@ -1,0 +1,154 @@
+"""Environments, Rollout <-> TFRecord, sharded I/O, config and strict lookups."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rl755.common import config, sharded_io
+from rl755.common.lookup import resolve
+from rl755.common.structs import Rollout, parse_rollout_tensors
+from rl755.environments import Environments
+
+
+def _random_rollout(rng, steps=7, shape=(16, 16, 3), done=True):
+    return Rollout(
+        obs_l=[rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(steps)],
+        action_l=[rng.uniform(-1, 1, 3).astype(np.float32) for _ in range(steps)],
+        reward_l=[float(r) for r in rng.normal(size=steps)],
+        done=done,
+    )
+
+
+def test_environment_lookup_lists_valid_names():
+    assert Environments.from_name("car_racing") is Environments.CAR_RACING
+    with pytest.raises(ValueError, match="CAR_RACING, FAKE_PIXELS"):
+        Environments.from_name("CAR_RAICNG")
+
+
+def test_environment_specs_match_gymnasium():
+    for env_enum in Environments:
+        env = env_enum.make(seed=0)
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == env_enum.observation_shape and obs.dtype == np.uint8
+        assert env.action_space.shape == env_enum.action_shape
+        np.testing.assert_allclose(env.action_space.low, env_enum.action_low)
+        np.testing.assert_allclose(env.action_space.high, env_enum.action_high)
+        env.close()
+
+
+def test_fake_env_is_deterministic_given_seed_and_actions():
+    def run(seed):
+        env = Environments.FAKE_PIXELS.make()
+        obs, _ = env.reset(seed=seed)
+        frames, rewards = [obs], []
+        for t in range(30):
+            obs, r, term, trunc, _ = env.step(np.array([np.sin(t), 0.5, 0.0], np.float32))
+            frames.append(obs)
+            rewards.append(r)
+            if term or trunc:
+                break
+        return np.stack(frames), np.array(rewards)
+
+    f1, r1 = run(3)
+    f2, r2 = run(3)
+    np.testing.assert_array_equal(f1, f2)
+    np.testing.assert_array_equal(r1, r2)
+    assert len(r1) == 24
+
+
+def test_rollout_sequence_example_round_trip_is_bit_exact():
+    rng = np.random.default_rng(0)
+    rollout = _random_rollout(rng)
+    back = Rollout.deserialize(rollout.serialize())
+    np.testing.assert_array_equal(np.stack(back.obs_l), np.stack(rollout.obs_l))
+    np.testing.assert_array_equal(np.stack(back.action_l), np.stack(rollout.action_l))
+    np.testing.assert_allclose(back.reward_l, np.float32(rollout.reward_l))
+    assert back.done is True
+
+
+def test_rollout_parse_in_graph_matches(tmp_path):
+    rng = np.random.default_rng(1)
+    rollouts = [_random_rollout(rng, steps=s) for s in (3, 9)]
+    for comp in ("", "GZIP", "ZLIB"):
+        path = str(tmp_path / sharded_io.shard_name(f"r{comp}", 0, 1))
+        sharded_io.write_tfrecord(path, [r.serialize() for r in rollouts], comp)
+        assert sharded_io.detect_compression(path) == comp
+    files = sharded_io.list_shards(str(tmp_path / "*.tfrecord-*"))
+    assert len(files) == 3
+    ds = sharded_io.tfrecord_dataset(files, deterministic=True, cycle_length=1)
+    ds = ds.map(lambda s: parse_rollout_tensors(s, (16, 16, 3), 3))
+    got = list(ds.as_numpy_iterator())
+    assert len(got) == 6
+    for i, g in enumerate(got):
+        src = rollouts[i % 2]
+        assert g["observations"].dtype == np.uint8
+        np.testing.assert_array_equal(g["observations"], np.stack(src.obs_l))
+        np.testing.assert_array_equal(g["actions"], np.stack(src.action_l))
+        assert g["rewards"].shape == (len(src),)
+
+
+def test_float_observations_round_trip_with_std_devs():
+    rng = np.random.default_rng(2)
+    r = Rollout(
+        obs_l=[rng.normal(size=4).astype(np.float32) for _ in range(5)],
+        action_l=[np.zeros(3, np.float32)] * 5,
+        reward_l=[0.0] * 5,
+        obs_std_l=[np.ones(4, np.float32)] * 5,
+    )
+    back = Rollout.deserialize(r.serialize())
+    np.testing.assert_array_equal(np.stack(back.obs_l), np.stack(r.obs_l))
+    parsed = parse_rollout_tensors(
+        tf.constant(r.serialize()), (4,), 3, observation_dtype=tf.float32, with_std_devs=True
+    )
+    np.testing.assert_array_equal(parsed["observations"].numpy(), np.stack(r.obs_l))
+    assert parsed["observation_std_devs"].shape == (5, 4)
+
+
+def test_rollout_validate_rejects_mismatched_lists():
+    r = Rollout(obs_l=[np.zeros((2, 2, 3), np.uint8)], action_l=[], reward_l=[0.0])
+    with pytest.raises(ValueError, match="disagree"):
+        r.validate()
+
+
+def test_atomic_output_leaves_nothing_on_failure(tmp_path):
+    final = str(tmp_path / "x.tfrecord-00000-of-00001")
+    with pytest.raises(RuntimeError):
+        with sharded_io.atomic_output(final) as tmp:
+            with open(tmp, "wb") as f:
+                f.write(b"partial")
+            raise RuntimeError("killed")
+    assert os.listdir(tmp_path) == []
+
+
+def test_shard_names():
+    assert sharded_io.shard_name("rollouts", 3, 74) == "rollouts.tfrecord-00003-of-00074"
+    assert sharded_io.parse_shard_name("/a/b/rollouts.tfrecord-00003-of-00074") == (
+        "rollouts",
+        3,
+        74,
+    )
+    assert sharded_io.parse_shard_name("/a/.rollouts.tfrecord-00003-of-00074.tmp-ab") is None
+    with pytest.raises(ValueError):
+        sharded_io.shard_name("x", 5, 5)
+
+
+def test_config_resolution_order(tmp_path, monkeypatch):
+    monkeypatch.delenv("RL755_DATA_DIR")
+    cfg = tmp_path / "rl755_config.json"
+    cfg.write_text(json.dumps({"data_dir": str(tmp_path / "from_file")}))
+    assert config.data_dir() == tmp_path / "from_file"
+    monkeypatch.setenv("RL755_DATA_DIR", str(tmp_path / "from_env"))
+    assert config.data_dir() == tmp_path / "from_env"
+    cfg.write_text(json.dumps({"dat_dir": "typo"}))
+    monkeypatch.delenv("RL755_DATA_DIR")
+    with pytest.raises(ValueError, match="unknown keys"):
+        config.data_dir()
+
+
+def test_strict_lookup_lists_choices():
+    assert resolve("rl755", "environments.Environments") is Environments
+    with pytest.raises(LookupError, match="EnvironmentSpec, Environments"):
+        resolve("rl755", "environments.Nope")
