@@ -151,3 +151,54 @@ def tfrecord_dataset(files: Sequence[str], **interleave_kwargs) -> tf.data.Datas
     )
     kwargs.update(interleave_kwargs)
     return ds.interleave(lambda f, c: tf.data.TFRecordDataset(f, compression_type=c), **kwargs)
+
+
+# ---- dataset_info.json sidecar ------------------------------------------------------------------
+DATASET_INFO = "dataset_info.json"
+
+
+def read_dataset_info(directory: str) -> dict | None:
+    """The `dataset_info.json` beside a set of shards, or None if there is none."""
+    import json
+
+    path = os.path.join(directory, DATASET_INFO)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def write_dataset_info(directory: str, info: dict, check_keys: Sequence[str] | None = None) -> None:
+    """Writes `dataset_info.json` atomically, or checks it against an existing one.
+
+    Several instances may write to one directory: the first writes, the others check
+    that the keys in `check_keys` (default: all keys of `info`) agree, and raise a
+    ValueError naming the differences otherwise (e.g. two environments mixed in one dir).
+    """
+    import json
+
+    os.makedirs(directory, exist_ok=True)
+    existing = read_dataset_info(directory)
+    if existing is not None:
+        keys = list(check_keys) if check_keys is not None else list(info)
+        diff = {
+            k: (existing.get(k), info.get(k))
+            for k in keys
+            if k in existing and _jsonable(existing.get(k)) != _jsonable(info.get(k))
+        }
+        if diff:
+            raise ValueError(
+                f"{os.path.join(directory, DATASET_INFO)} describes different data "
+                f"(existing vs new): {diff}. Use a different output directory."
+            )
+        return
+    path = os.path.join(directory, DATASET_INFO)
+    with atomic_output(path) as tmp:
+        with open(tmp, "w") as f:
+            json.dump(info, f, indent=2, sort_keys=True, default=str)
+
+
+def _jsonable(value):
+    import json
+
+    return json.loads(json.dumps(value, default=str))
