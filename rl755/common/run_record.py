@@ -1,0 +1,201 @@
+"""Run records: every stage run leaves a small JSON file in its output directory.
+
+Usage in a stage script (after absl has parsed the flags):
+
+    from rl755.common import run_record
+
+    def main(argv):
+        with run_record.record_run(FLAGS.out_dir, run_record.flags_dict(), stage="collect"):
+            collect_rollouts(...)
+
+This writes `<out_dir>/runs/<YYYYmmdd-HHMMSS>-<host>-<pid>-<random>.json` when the run starts
+(status "running") and rewrites it when the run ends, each time atomically
+(`sharded_io.atomic_output`), so several runs and several concurrent instances (array
+tasks) can share one out_dir. A record holds:
+
+    stage, out_dir, flags (resolved), argv, cwd, host, pid, python,
+    git: {commit, dirty, root} of the rl755 checkout (None outside a git checkout),
+    slurm: {job_id, array_job_id, array_task_id, node_list, partition, restart_count}
+           (only the SLURM_* variables present; {} outside SLURM),
+    start_time, end_time (ISO 8601 UTC), status, error.
+
+status is "running", then "completed", "failed" (error = the exception text) or
+"interrupted" (KeyboardInterrupt, or SIGTERM as sent by `scancel`, preemption and
+`scontrol requeue`: while the context is active SIGTERM raises KeyboardInterrupt so the
+record is finalised before the process exits). `read_records(dir)` reads them back;
+`rl755.slurm.status` builds the `scripts/status.py` table from them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+
+from rl755.common import sharded_io
+
+RUNS_SUBDIR = "runs"
+
+_SLURM_VARS = {
+    "job_id": "SLURM_JOB_ID",
+    "array_job_id": "SLURM_ARRAY_JOB_ID",
+    "array_task_id": "SLURM_ARRAY_TASK_ID",
+    "node_list": "SLURM_JOB_NODELIST",
+    "partition": "SLURM_JOB_PARTITION",
+    "restart_count": "SLURM_RESTART_COUNT",
+}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def git_info(path: str | None = None) -> dict | None:
+    """{"commit", "dirty", "root"} of the git checkout holding `path` (default: rl755's)."""
+    path = path or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", path, *args], capture_output=True, text=True, check=True, timeout=20
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        root = git("rev-parse", "--show-toplevel")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": dirty, "root": root}
+
+
+def slurm_info(environ: dict | None = None) -> dict:
+    """The SLURM job's identity from its environment variables ({} outside SLURM)."""
+    environ = os.environ if environ is None else environ
+    return {key: environ[var] for key, var in _SLURM_VARS.items() if var in environ}
+
+
+def flags_dict(module_name: str | None = None) -> dict:
+    """absl's parsed flags of the main module (the stage script) as {name: value}.
+
+    "Key flags" are the flags the module defines plus those it adopted with
+    `flags.adopt_module_key_flags`. Call after absl has parsed argv (inside `main`).
+    """
+    from absl import flags
+
+    module_name = module_name or sys.argv[0]
+    return {f.name: f.value for f in flags.FLAGS.get_key_flags_for_module(module_name)}
+
+
+def _jsonable(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+class RunRecord:
+    """The record of one run; `record_run` yields it. `path` is where it lives."""
+
+    def __init__(self, out_dir: str, flags: dict, stage: str):
+        self.data = {
+            "stage": stage,
+            "out_dir": os.path.abspath(out_dir),
+            "flags": _jsonable(dict(flags)),
+            "argv": list(sys.argv),
+            "cwd": os.getcwd(),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "python": sys.executable,
+            "git": git_info(),
+            "slurm": slurm_info(),
+            "start_time": _now(),
+            "end_time": None,
+            "status": "running",
+            "error": None,
+        }
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        host = self.data["host"].split(".")[0]
+        name = f"{stamp}-{host}-{os.getpid()}-{uuid.uuid4().hex[:6]}.json"
+        self.path = os.path.join(self.data["out_dir"], RUNS_SUBDIR, name)
+
+    def write(self) -> None:
+        with sharded_io.atomic_output(self.path) as tmp:
+            with open(tmp, "w") as f:
+                json.dump(self.data, f, indent=2, sort_keys=True)
+
+
+def _sigterm_to_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
+
+
+@contextlib.contextmanager
+def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
+    """Writes a run record for the body: "running" now, the final status on exit.
+
+    Args:
+      out_dir: the stage's output directory; the record goes to `<out_dir>/runs/`.
+      flags: the resolved flags, e.g. `flags_dict()`.
+      stage: a short stage name ("collect", "encode", "train_vae", ...).
+    Exceptions propagate unchanged after the record is written.
+    """
+    record = RunRecord(out_dir, flags, stage)
+    record.write()
+    restore = None
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            restore = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+    try:
+        yield record
+    except KeyboardInterrupt as e:
+        record.data.update(status="interrupted", error=str(e) or "KeyboardInterrupt")
+        raise
+    except SystemExit as e:
+        ok = e.code in (None, 0)
+        record.data.update(
+            status="completed" if ok else "failed", error=None if ok else f"SystemExit({e.code})"
+        )
+        raise
+    except BaseException as e:
+        record.data.update(status="failed", error=f"{type(e).__name__}: {e}")
+        raise
+    else:
+        record.data["status"] = "completed"
+    finally:
+        if restore is not None:
+            signal.signal(signal.SIGTERM, restore)
+        record.data["end_time"] = _now()
+        record.write()
+
+
+def read_records(root: str) -> list[dict]:
+    """All run records under `root` (any depth), oldest first; each gets a "record_path" key."""
+    records = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        if os.path.basename(dirpath) != RUNS_SUBDIR:
+            continue
+        for name in filenames:
+            if not name.endswith(".json") or sharded_io.is_tmp_path(name):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                with open(path) as f:
+                    data = json.load(f)
+            except (OSError, json.JSONDecodeError):
+                continue
+            if isinstance(data, dict) and "stage" in data:
+                data["record_path"] = path
+                records.append(data)
+    records.sort(key=lambda r: (r.get("start_time") or "", r["record_path"]))
+    return records

@@ -1,0 +1,116 @@
+"""rl755.common.run_record: records written at start and end, statuses, flags, SLURM ids."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from rl755.common import run_record
+
+
+def _only_record(out_dir):
+    records = run_record.read_records(str(out_dir))
+    assert len(records) == 1, records
+    return records[0]
+
+
+def test_completed_run_writes_flags_git_host_and_times(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "3")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[1-2]")
+    with run_record.record_run(tmp_path / "out", {"num_rollouts": 8, "x": (1, 2)}, "collect") as r:
+        running = json.load(open(r.path))
+        assert running["status"] == "running" and running["end_time"] is None
+    rec = _only_record(tmp_path)
+    assert rec["status"] == "completed" and rec["error"] is None
+    assert rec["stage"] == "collect"
+    assert rec["flags"] == {"num_rollouts": 8, "x": [1, 2]}
+    assert rec["slurm"] == {"job_id": "42", "array_task_id": "3", "node_list": "node[1-2]"}
+    assert rec["start_time"] <= rec["end_time"]
+    assert rec["host"] and rec["pid"] == os.getpid()
+    assert len(rec["git"]["commit"]) == 40 and isinstance(rec["git"]["dirty"], bool)
+    assert os.path.dirname(rec["record_path"]) == str(tmp_path / "out" / "runs")
+    # nothing but the record: no temp files left behind
+    assert os.listdir(tmp_path / "out" / "runs") == [os.path.basename(rec["record_path"])]
+
+
+def test_failed_run_records_exception_and_reraises(tmp_path):
+    with pytest.raises(ValueError, match="bad shard"):
+        with run_record.record_run(tmp_path, {}, "encode"):
+            raise ValueError("bad shard")
+    rec = _only_record(tmp_path)
+    assert rec["status"] == "failed" and rec["error"] == "ValueError: bad shard"
+    assert rec["end_time"] is not None
+
+
+def test_interrupt_and_system_exit(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        with run_record.record_run(tmp_path / "a", {}, "s"):
+            raise KeyboardInterrupt()
+    assert _only_record(tmp_path / "a")["status"] == "interrupted"
+    with pytest.raises(SystemExit):
+        with run_record.record_run(tmp_path / "b", {}, "s"):
+            sys.exit(0)
+    assert _only_record(tmp_path / "b")["status"] == "completed"
+    with pytest.raises(SystemExit):
+        with run_record.record_run(tmp_path / "c", {}, "s"):
+            sys.exit(2)
+    assert _only_record(tmp_path / "c")["status"] == "failed"
+
+
+def test_several_runs_share_one_out_dir(tmp_path):
+    for _ in range(3):
+        with run_record.record_run(tmp_path, {}, "s"):
+            pass
+    assert len(run_record.read_records(str(tmp_path))) == 3
+
+
+def test_sigterm_marks_run_interrupted_and_restores_handler(tmp_path):
+    script = textwrap.dedent(f"""
+        import os, signal, time
+        from rl755.common import run_record
+        with run_record.record_run({str(tmp_path)!r}, {{}}, "s"):
+            open({str(tmp_path / "started")!r}, "w").close()
+            time.sleep(30)
+        """)
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    for _ in range(300):
+        if (tmp_path / "started").exists():
+            break
+        proc.poll()
+        assert proc.returncode is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) != 0
+    assert _only_record(tmp_path)["status"] == "interrupted"
+    before = signal.getsignal(signal.SIGTERM)
+    with run_record.record_run(tmp_path / "again", {}, "s"):
+        if before == signal.SIG_DFL:  # only a default handler is replaced
+            assert signal.getsignal(signal.SIGTERM) != before
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_flags_dict_returns_main_module_flags(tmp_path):
+    script = tmp_path / "stage.py"
+    script.write_text(textwrap.dedent("""
+            import json, sys
+            from absl import app, flags
+            from rl755.common.run_record import flags_dict
+            flags.DEFINE_integer("num_rollouts", 3, "n")
+            flags.DEFINE_string("out_dir", None, "d")
+            def main(argv):
+                print(json.dumps(flags_dict()))
+            app.run(main)
+            """))
+    out = subprocess.run(
+        [sys.executable, str(script), "--out_dir=/x", "--num_rollouts=5"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == {"num_rollouts": 5, "out_dir": "/x"}
