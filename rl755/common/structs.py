@@ -141,6 +141,7 @@ def parse_rollout_tensors(
     action_size: int,
     observation_dtype: tf.DType = tf.uint8,
     with_std_devs: bool = False,
+    decode_observations: bool = True,
 ) -> dict[str, tf.Tensor]:
     """Parses one serialized rollout inside a tf.data pipeline.
 
@@ -148,6 +149,8 @@ def parse_rollout_tensors(
       "observations": [T, *observation_shape] (uint8 frames, or float32 [T, Z])
       "actions": float32 [T, A]; "rewards": float32 [T]; "done": bool scalar;
       "observation_std_devs": float32 [T, Z] when with_std_devs.
+    With decode_observations=False, uint8 "observations" stay raw bytes, string [T]
+    (decode only the frames you need with `decode_frames`).
     """
     context_features = {
         "num_steps": tf.io.FixedLenFeature([], tf.int64),
@@ -170,9 +173,8 @@ def parse_rollout_tensors(
         serialized, context_features=context_features, sequence_features=sequence_features
     )
     obs = seq["observations"]
-    if observation_dtype == tf.uint8:
-        obs = tf.io.decode_raw(obs, tf.uint8)
-        obs = tf.reshape(obs, [-1, *observation_shape])
+    if observation_dtype == tf.uint8 and decode_observations:
+        obs = decode_frames(obs, observation_shape)
     out = {
         "observations": obs,
         "actions": seq["actions"],
@@ -182,3 +184,9 @@ def parse_rollout_tensors(
     if with_std_devs:
         out["observation_std_devs"] = seq["observation_std_devs"]
     return out
+
+
+def decode_frames(raw: tf.Tensor, observation_shape: tuple[int, ...]) -> tf.Tensor:
+    """Raw frame bytes string [N] -> uint8 [N, *observation_shape]."""
+    frames = tf.io.decode_raw(raw, tf.uint8)
+    return tf.reshape(frames, [-1, *observation_shape])

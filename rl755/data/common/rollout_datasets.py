@@ -1,0 +1,375 @@
+"""tf.data access to sharded rollout datasets, streamed (never the whole dataset in memory).
+
+A concrete dataset names its environment and a tfrecords glob pattern with a `{split}`
+placeholder ("train" or "validation"):
+
+    class RawRollouts(RawImageRolloutDatasetBuilder):
+        def _environment(self):
+            return Environments.CAR_RACING
+
+        def _tfrecords_pattern(self):
+            return str(config.env_data_dir("car_racing") / "raw_rollouts" / "rollouts-{split}*.tfrecord-*")
+
+    ds = RawRollouts().random_rollout_observations(obs_sampled_per_rollout=100)   # uint8 [96, 96, 3]
+    ds = RawRollouts().rollouts_ds("validation")     # {"observations": uint8 [T, 96, 96, 3], ...}
+
+Any builder also takes `tfrecords_pattern=` to read data somewhere else (tests, ad-hoc runs).
+
+Element structures:
+  rollouts_ds:
+    {"observations": uint8 [T, H, W, C] (raw) or float32 [T, Z] (encoded),
+     "actions": float32 [T, A], "rewards": float32 [T], "done": bool [],
+     "observation_std_devs": float32 [T, Z] (encoded datasets that have them)}
+  random_rollout_slices_ds(L): the same keys with T = L (rollouts shorter than L are skipped),
+    "done" dropped.
+  random_rollout_observations: uint8 [H, W, C]
+  get_autoregressive_slices(L):
+    {"inputs": float32 [L, Z + A]   concat(z_t, a_t)
+     "targets": float32 [L, Z]      z_{t+1}, or z_{t+1} - z_t with difference_targets
+     "rewards": float32 [L]         reward_t (follows a_t)
+     "dones": float32 [L]           1.0 where the episode terminated after step t
+     "mask": float32 [L]            1.0 where step t exists (0.0 = padding)
+     "target_mask": float32 [L]}    1.0 where z_{t+1} exists (the last step of a rollout has
+                                    reward and done targets but no next observation)
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+
+import tensorflow as tf
+
+from rl755.common import sharded_io
+from rl755.common.structs import decode_frames, parse_rollout_tensors
+from rl755.environments import Environments
+
+SPLITS = ("train", "validation")
+
+
+class RolloutDatasetBuilder(abc.ABC):
+    """Base class: a sharded TFRecord dataset of rollouts of one environment."""
+
+    def __init__(self, tfrecords_pattern: str | None = None):
+        self._pattern_override = tfrecords_pattern
+
+    # ---- what subclasses define ---------------------------------------------------------------
+    @abc.abstractmethod
+    def _environment(self) -> Environments:
+        """The environment the rollouts come from, e.g. `Environments.CAR_RACING`."""
+
+    @abc.abstractmethod
+    def _tfrecords_pattern(self) -> str:
+        """A glob pattern with a `{split}` placeholder."""
+
+    @abc.abstractmethod
+    def _observation_shape(self) -> tuple[int, ...]:
+        """Shape of one stored observation."""
+
+    @abc.abstractmethod
+    def _observation_dtype(self) -> tf.DType:
+        """tf.uint8 for frames, tf.float32 for representations."""
+
+    def _has_std_devs(self) -> bool:
+        return False
+
+    # ---- public API ---------------------------------------------------------------------------
+    @property
+    def environment(self) -> Environments:
+        return Environments.from_name(self._environment())
+
+    @property
+    def action_size(self) -> int:
+        return int(self.environment.action_shape[0])
+
+    def tfrecords_pattern(self) -> str:
+        pattern = self._pattern_override or self._tfrecords_pattern()
+        if "{split}" not in pattern:
+            raise ValueError(
+                f"tfrecords pattern {pattern!r} has no '{{split}}' placeholder; "
+                "expected e.g. '/data/rollouts-{split}*.tfrecord-*'."
+            )
+        return os.path.expanduser(str(pattern))
+
+    def get_tfrecord_files(self, split: str = "train") -> list[str]:
+        """Sorted complete shard files of `split`; raises FileNotFoundError if there are none."""
+        if split not in SPLITS:
+            raise ValueError(f"Unknown split {split!r}; valid: {', '.join(SPLITS)}.")
+        pattern = self.tfrecords_pattern().format(split=split)
+        files = sharded_io.list_shards(pattern)
+        if not files:
+            raise FileNotFoundError(
+                f"{type(self).__name__}: no '{split}' shards match {pattern}. "
+                f"{self._missing_data_hint()} Data locations come from $RL755_DATA_DIR or "
+                "~/.config/rl755/config.json (python -m rl755.common.config shows them)."
+            )
+        self._check_dataset_info(files)
+        return files
+
+    def rollouts_ds(
+        self, split: str = "train", repeat: bool = False, shuffle_files: bool = True
+    ) -> tf.data.Dataset:
+        """Whole rollouts (see module docstring), read in parallel from all shards."""
+        return self._raw_rollouts_ds(split, repeat, shuffle_files).map(
+            self._parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files
+        )
+
+    def random_rollout_slices_ds(
+        self,
+        slice_size: int,
+        split: str = "train",
+        repeat: bool = False,
+        shuffle_files: bool = True,
+    ) -> tf.data.Dataset:
+        """One random contiguous slice of `slice_size` steps from each rollout."""
+        _check_positive(slice_size=slice_size)
+
+        def take_slice(r):
+            r = dict(r)
+            r.pop("done")
+            n = tf.shape(r["actions"])[0]
+            start = tf.random.uniform([], 0, n - slice_size + 1, dtype=tf.int32)
+            return {k: v[start : start + slice_size] for k, v in r.items()}
+
+        ds = self.rollouts_ds(split, repeat, shuffle_files)
+        ds = ds.filter(lambda r: tf.shape(r["actions"])[0] >= slice_size)
+        return ds.map(take_slice, num_parallel_calls=tf.data.AUTOTUNE)
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _missing_data_hint(self) -> str:
+        return "Create the dataset first (see README 'Running experiments')."
+
+    def _dataset_dirs(self, files: list[str]) -> list[str]:
+        return sorted({os.path.dirname(f) for f in files})
+
+    def _check_dataset_info(self, files: list[str]) -> None:
+        """Fails fast when a sidecar says the data is of another environment or shape."""
+        for d in self._dataset_dirs(files):
+            info = sharded_io.read_dataset_info(d)
+            if not info:
+                continue
+            env = info.get("environment")
+            if env is not None and env != self.environment.name:
+                raise ValueError(
+                    f"{type(self).__name__} reads {self.environment.name} rollouts but {d} holds "
+                    f"{env} rollouts (dataset_info.json). Point it at the right directory."
+                )
+            shape = info.get("observation_shape")
+            if shape is not None and tuple(shape) != tuple(self._observation_shape()):
+                raise ValueError(
+                    f"{type(self).__name__} expects observations of shape "
+                    f"{tuple(self._observation_shape())} but {d} holds {tuple(shape)} "
+                    "(dataset_info.json)."
+                )
+
+    def _raw_rollouts_ds(self, split: str, repeat: bool, shuffle_files: bool) -> tf.data.Dataset:
+        files = self.get_tfrecord_files(split)
+        files_ds = tf.data.Dataset.from_tensor_slices(
+            (files, [sharded_io.detect_compression(f) for f in files])
+        )
+        if shuffle_files:
+            files_ds = files_ds.shuffle(len(files), reshuffle_each_iteration=True)
+        if repeat:
+            files_ds = files_ds.repeat()
+        return files_ds.interleave(
+            lambda f, c: tf.data.TFRecordDataset(f, compression_type=c),
+            cycle_length=min(len(files), 8),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=not shuffle_files,
+        )
+
+    def _parse(self, serialized: tf.Tensor, decode_observations: bool = True) -> dict:
+        return parse_rollout_tensors(
+            serialized,
+            self._observation_shape(),
+            self.action_size,
+            observation_dtype=self._observation_dtype(),
+            with_std_devs=self._has_std_devs(),
+            decode_observations=decode_observations,
+        )
+
+
+class RawImageRolloutDatasetBuilder(RolloutDatasetBuilder):
+    """Rollouts whose observations are the environment's uint8 frames."""
+
+    def _observation_shape(self) -> tuple[int, ...]:
+        return tuple(self.environment.observation_shape)
+
+    def _observation_dtype(self) -> tf.DType:
+        return tf.uint8
+
+    def _missing_data_hint(self) -> str:
+        return (
+            "Collect rollouts first: python scripts/data_gen/car_racing/parallel_rollout_main.py "
+            f"--environment={self.environment.name} --out_format=tfrecord ..."
+        )
+
+    def random_rollout_observations(
+        self,
+        split: str = "train",
+        obs_sampled_per_rollout: int = 100,
+        repeat: bool = True,
+        shuffle_files: bool = True,
+    ) -> tf.data.Dataset:
+        """Single observations, uint8 [H, W, C], `obs_sampled_per_rollout` from each rollout.
+
+        Observations are drawn without replacement (all of them if the rollout is
+        shorter); only the sampled frames are decoded. Shuffle downstream (the frames of one
+        rollout arrive together).
+        """
+        _check_positive(obs_sampled_per_rollout=obs_sampled_per_rollout)
+        shape = self._observation_shape()
+
+        def sample(serialized):
+            raw = self._parse(serialized, decode_observations=False)["observations"]
+            n = tf.shape(raw)[0]
+            k = tf.minimum(n, obs_sampled_per_rollout)
+            idx = tf.random.shuffle(tf.range(n))[:k]
+            return decode_frames(tf.gather(raw, idx), shape)
+
+        ds = self._raw_rollouts_ds(split, repeat, shuffle_files)
+        ds = ds.map(sample, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files)
+        return ds.unbatch()
+
+
+class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
+    """Rollouts whose observations are an encoder's representations, float32 [T, Z]."""
+
+    @abc.abstractmethod
+    def representation_size(self) -> int:
+        """Z."""
+
+    def _observation_shape(self) -> tuple[int, ...]:
+        return (int(self.representation_size()),)
+
+    def _observation_dtype(self) -> tf.DType:
+        return tf.float32
+
+    def _has_std_devs(self) -> bool:
+        """True when the rollouts store "observation_std_devs" (VAE posteriors do)."""
+        return True
+
+    def _missing_data_hint(self) -> str:
+        return (
+            "Encode raw rollouts first: python scripts/data_gen/encode_raw_rollouts.py "
+            f"--environment={self.environment.name} ..."
+        )
+
+    def get_autoregressive_slices(
+        self,
+        sequence_length: int,
+        split: str = "train",
+        sample_observations: bool = False,
+        difference_targets: bool = False,
+        repeat: bool = True,
+        shuffle_files: bool = True,
+    ) -> tf.data.Dataset:
+        """Teacher-forcing slices for sequential models; see the module docstring.
+
+        One slice of up to `sequence_length` steps per rollout, starting uniformly at
+        random; shorter rollouts are padded (mask 0). With `sample_observations`, each
+        z_t is a sample mean + std * eps of the stored posterior (one sample per step, shared
+        by the input at t and the target at t - 1); without stored std devs it has no effect.
+        With `difference_targets`, targets are z_{t+1} - z_t (in the same, possibly sampled,
+        representation space).
+        """
+        _check_positive(sequence_length=sequence_length)
+        L = sequence_length
+        has_std = self._has_std_devs()
+        z_size = self.representation_size()
+
+        def make_slice(r):
+            z_all, a_all = r["observations"], r["actions"]
+            n = tf.shape(a_all)[0]
+            start = tf.random.uniform([], 0, tf.maximum(n - L, 0) + 1, dtype=tf.int32)
+            z = z_all[start : start + L + 1]
+            if sample_observations and has_std:
+                std = r["observation_std_devs"][start : start + L + 1]
+                z = z + std * tf.random.normal(tf.shape(z))
+            steps = tf.minimum(L, n - start)
+            z_in, z_next = z[:steps], z[1 : steps + 1]
+            n_targets = tf.shape(z_next)[0]
+            targets = z_next - z_in[:n_targets] if difference_targets else z_next
+            a = a_all[start : start + steps]
+            rewards = r["rewards"][start : start + steps]
+            is_last = tf.equal(tf.range(start, start + steps), n - 1)
+            dones = tf.cast(tf.logical_and(is_last, r["done"]), tf.float32)
+
+            def pad(x, length):
+                paddings = [[0, L - length]] + [[0, 0]] * (len(x.shape) - 1)
+                return tf.pad(x, paddings)
+
+            out = {
+                "inputs": pad(tf.concat([z_in, a], axis=-1), steps),
+                "targets": pad(targets, n_targets),
+                "rewards": pad(rewards, steps),
+                "dones": pad(dones, steps),
+                "mask": pad(tf.ones([steps]), steps),
+                "target_mask": pad(tf.ones([n_targets]), n_targets),
+            }
+            shapes = {
+                "inputs": [L, z_size + self.action_size],
+                "targets": [L, z_size],
+            }
+            return {k: tf.ensure_shape(v, shapes.get(k, [L])) for k, v in out.items()}
+
+        ds = self.rollouts_ds(split, repeat, shuffle_files)
+        return ds.map(make_slice, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _check_positive(**values) -> None:
+    for name, value in values.items():
+        if int(value) <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value}.")
+
+
+class EncodedRolloutsInDirectory(EncodedRolloutDatasetBuilder):
+    """Encoded rollouts under `<data_dir>/<env folder>/encoded_rollouts/<subdir>/`.
+
+    Subclasses set `ENVIRONMENT` and `SUBDIR` (and optionally `OUT_NAME`,
+    `REPRESENTATION_SIZE`). The representation size comes from the directory's
+    `dataset_info.json` (written by scripts/data_gen/encode_raw_rollouts.py) unless given.
+    """
+
+    ENVIRONMENT: Environments
+    SUBDIR: str = "vae"
+    OUT_NAME: str = "encoded"
+    REPRESENTATION_SIZE: int | None = None
+
+    def __init__(
+        self, tfrecords_pattern: str | None = None, representation_size: int | None = None
+    ):
+        super().__init__(tfrecords_pattern)
+        self._representation_size = representation_size or self.REPRESENTATION_SIZE
+
+    def _environment(self) -> Environments:
+        return self.ENVIRONMENT
+
+    def directory(self) -> str:
+        from rl755.common import config
+
+        return str(
+            config.env_data_dir(self.environment.folder_name) / "encoded_rollouts" / self.SUBDIR
+        )
+
+    def _tfrecords_pattern(self) -> str:
+        return os.path.join(self.directory(), self.OUT_NAME + "-{split}*.tfrecord-*")
+
+    def representation_size(self) -> int:
+        if self._representation_size is None:
+            pattern_dir = os.path.dirname(self.tfrecords_pattern())
+            info = sharded_io.read_dataset_info(pattern_dir) or {}
+            size = info.get("representation_size")
+            if size is None:
+                raise FileNotFoundError(
+                    f"{type(self).__name__}: no representation_size known: {pattern_dir} has no "
+                    "dataset_info.json. Encode rollouts there first "
+                    "(scripts/data_gen/encode_raw_rollouts.py) or pass representation_size=."
+                )
+            self._representation_size = int(size)
+        return self._representation_size
+
+    def _has_std_devs(self) -> bool:
+        pattern_dir = os.path.dirname(self.tfrecords_pattern())
+        info = sharded_io.read_dataset_info(pattern_dir) or {}
+        return bool(info.get("has_std_devs", True))

@@ -1,0 +1,182 @@
+"""Shapes, dtypes and semantics of every dataset builder method."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rl755.common import sharded_io
+from rl755.common.structs import Rollout
+from rl755.data.common.rollout_datasets import EncodedRolloutsInDirectory
+from rl755.data.fake.encoded_rollouts import VaeEncodedRollouts
+from rl755.data.fake.raw_rollouts import RawRollouts
+from rl755.environments import Environments
+
+Z = 4
+
+
+def _write(directory, name, rollouts, compression="GZIP", index=0, total=1):
+    path = directory / sharded_io.shard_name(name, index, total)
+    sharded_io.write_tfrecord(str(path), [r.serialize() for r in rollouts], compression)
+
+
+def _raw_rollout(rng, steps, done=False):
+    return Rollout(
+        obs_l=[rng.integers(0, 256, (16, 16, 3), dtype=np.uint8) for _ in range(steps)],
+        action_l=[rng.uniform(-1, 1, 3).astype(np.float32) for _ in range(steps)],
+        reward_l=list(rng.normal(size=steps)),
+        done=done,
+    )
+
+
+def _encoded_rollout(steps, done=False, offset=0.0):
+    # z_t = t + offset in every dimension: makes targets easy to check.
+    return Rollout(
+        obs_l=[np.full(Z, t + offset, np.float32) for t in range(steps)],
+        action_l=[np.full(3, -t, np.float32) for t in range(steps)],
+        reward_l=[float(t) for t in range(steps)],
+        done=done,
+        obs_std_l=[np.full(Z, 0.5, np.float32) for _ in range(steps)],
+    )
+
+
+@pytest.fixture
+def raw_dir(tmp_path):
+    d = tmp_path / "data" / "fake" / "raw_rollouts"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    _write(d, "rollouts-train", [_raw_rollout(rng, 10), _raw_rollout(rng, 5)], "GZIP", 0, 2)
+    _write(d, "rollouts-train", [_raw_rollout(rng, 7)], "", 1, 2)
+    _write(d, "rollouts-validation", [_raw_rollout(rng, 6)], "ZLIB")
+    return d
+
+
+def test_raw_rollouts_ds_shapes_and_default_location(raw_dir):
+    ds = RawRollouts().rollouts_ds("train", shuffle_files=False)
+    items = list(ds.as_numpy_iterator())
+    assert sorted(len(r["actions"]) for r in items) == [5, 7, 10]
+    for r in items:
+        assert r["observations"].dtype == np.uint8
+        assert r["observations"].shape[1:] == (16, 16, 3)
+        assert r["actions"].shape[1:] == (3,) and r["actions"].dtype == np.float32
+        assert r["rewards"].shape == r["actions"].shape[:1]
+    assert len(list(RawRollouts().rollouts_ds("validation").as_numpy_iterator())) == 1
+
+
+def test_random_rollout_observations(raw_dir):
+    ds = RawRollouts().random_rollout_observations(obs_sampled_per_rollout=3, repeat=False)
+    assert ds.element_spec == tf.TensorSpec((16, 16, 3), tf.uint8)
+    frames = list(ds.as_numpy_iterator())
+    assert len(frames) == 9  # 3 rollouts x 3 frames
+    # Every sampled frame is one of the stored frames.
+    stored = {
+        f.tobytes()
+        for r in RawRollouts().rollouts_ds().as_numpy_iterator()
+        for f in r["observations"]
+    }
+    assert all(f.tobytes() in stored for f in frames)
+    # Fewer frames than asked: a rollout gives all its frames, each once.
+    ds = RawRollouts().random_rollout_observations(obs_sampled_per_rollout=50, repeat=False)
+    frames = [f.tobytes() for f in ds.as_numpy_iterator()]
+    assert len(frames) == 22 and len(set(frames)) == 22
+
+
+def test_random_rollout_slices(raw_dir):
+    ds = RawRollouts().random_rollout_slices_ds(6, repeat=False)
+    items = list(ds.as_numpy_iterator())
+    assert len(items) == 2  # the 5-step rollout is skipped
+    for r in items:
+        assert r["observations"].shape == (6, 16, 16, 3)
+        assert r["actions"].shape == (6, 3)
+
+
+def test_missing_data_fails_with_hint(tmp_path):
+    with pytest.raises(FileNotFoundError, match="parallel_rollout_main.py"):
+        RawRollouts().rollouts_ds()
+    with pytest.raises(ValueError, match="Unknown split"):
+        RawRollouts().get_tfrecord_files("test")
+    with pytest.raises(ValueError, match="positive"):
+        RawRollouts().random_rollout_observations(obs_sampled_per_rollout=0)
+    with pytest.raises(ValueError, match="placeholder"):
+        RawRollouts(tfrecords_pattern=str(tmp_path / "*.tfrecord-*")).get_tfrecord_files()
+
+
+def test_mismatched_dataset_info_fails_fast(raw_dir):
+    sharded_io.write_dataset_info(str(raw_dir), {"environment": "CAR_RACING"})
+    with pytest.raises(ValueError, match="holds CAR_RACING rollouts"):
+        RawRollouts().get_tfrecord_files()
+
+
+def test_dataset_info_conflict_detected(tmp_path):
+    sharded_io.write_dataset_info(str(tmp_path), {"environment": "FAKE_PIXELS", "n": 1})
+    sharded_io.write_dataset_info(str(tmp_path), {"environment": "FAKE_PIXELS", "n": 1})
+    with pytest.raises(ValueError, match="different data"):
+        sharded_io.write_dataset_info(str(tmp_path), {"environment": "CAR_RACING"})
+    assert json.loads((tmp_path / "dataset_info.json").read_text())["n"] == 1
+
+
+@pytest.fixture
+def encoded_dir(tmp_path):
+    d = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
+    d.mkdir(parents=True)
+    _write(d, "encoded-train", [_encoded_rollout(12, done=True), _encoded_rollout(3, done=True)])
+    sharded_io.write_dataset_info(
+        str(d), {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True}
+    )
+    return d
+
+
+def test_encoded_rollouts_shapes(encoded_dir):
+    builder = VaeEncodedRollouts()
+    assert builder.representation_size() == Z
+    r = next(builder.rollouts_ds(shuffle_files=False).as_numpy_iterator())
+    assert r["observations"].shape == (12, Z) and r["observations"].dtype == np.float32
+    assert r["observation_std_devs"].shape == (12, Z)
+
+
+def test_autoregressive_slices_alignment(encoded_dir):
+    ds = VaeEncodedRollouts().get_autoregressive_slices(5, repeat=False)
+    assert ds.element_spec["inputs"].shape == (5, Z + 3)
+    items = sorted(ds.as_numpy_iterator(), key=lambda x: -x["mask"].sum())
+    long, short = items
+    start = long["inputs"][0, 0]
+    np.testing.assert_array_equal(long["inputs"][:, 0], start + np.arange(5))
+    np.testing.assert_array_equal(long["inputs"][:, Z], -(start + np.arange(5)))
+    np.testing.assert_array_equal(long["rewards"], start + np.arange(5))
+    valid_targets = long["target_mask"] == 1
+    np.testing.assert_array_equal(
+        long["targets"][valid_targets, 0], (start + 1 + np.arange(5))[valid_targets]
+    )
+    assert long["dones"][-1] == float(start + 4 == 11)
+    # The 3-step rollout: 3 valid steps, 2 next-observation targets, done at its last step.
+    np.testing.assert_array_equal(short["mask"], [1, 1, 1, 0, 0])
+    np.testing.assert_array_equal(short["target_mask"], [1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(short["dones"], [0, 0, 1, 0, 0])
+    np.testing.assert_array_equal(short["targets"][:2, 0], [1, 2])
+
+
+def test_difference_targets_and_sampling(encoded_dir):
+    builder = VaeEncodedRollouts()
+    tf.random.set_seed(0)
+    diff = list(builder.get_autoregressive_slices(4, difference_targets=True, repeat=False))
+    for d in diff:
+        m = d["target_mask"].numpy() == 1
+        np.testing.assert_allclose(d["targets"].numpy()[m], 1.0)  # z_{t+1} - z_t = 1
+    sampled = list(builder.get_autoregressive_slices(4, sample_observations=True, repeat=False))
+    for s in sampled:
+        z_in = s["inputs"].numpy()[:, :Z]
+        m = s["mask"].numpy() == 1
+        assert np.std(z_in[m] - np.round(z_in[m])) > 0.05  # noise with std 0.5 was added
+        # The target at t is the (same) sampled input at t + 1.
+        both = (s["target_mask"].numpy()[:-1] == 1) & (s["mask"].numpy()[1:] == 1)
+        np.testing.assert_allclose(s["targets"].numpy()[:-1][both], z_in[1:][both])
+
+
+def test_representation_size_missing_is_explained(tmp_path):
+    class Nowhere(EncodedRolloutsInDirectory):
+        ENVIRONMENT = Environments.FAKE_PIXELS
+        SUBDIR = "nothing_here"
+
+    with pytest.raises(FileNotFoundError, match="encode_raw_rollouts.py"):
+        Nowhere().representation_size()
