@@ -1,23 +1,38 @@
 """The sequential model interface (stage 4).
 
-Training (full sequences, teacher forcing):
+Training (full sequences, teacher forcing), with batches from
+`EncodedRolloutDatasetBuilder.get_autoregressive_slices`:
 
     model = rl755.models.car_racing.transformer.base_deterministic_transformer()
-    # inputs: float32 [B, T, Z + A] = concat(z_t, a_t); targets as from
-    # EncodedRolloutDatasetBuilder.get_autoregressive_slices
-    model.compile(optimizer=..., loss=model.get_loss_fn())
-    h = model.get_hidden_representation(inputs, position=-1)        # [B, H]
+    # batch["inputs"]: float32 [B, T, Z + A] = concat(z_t, a_t)
+    predictions = model(batch["inputs"], mask=batch["mask"])         # dict, see below
+    loss = model.get_loss_fn()(batch, predictions)                   # scalar, masked mean
+    h = model.get_hidden_representation(batch["inputs"], position=-1)  # [B, H]
 
-Acting and dreaming (incremental, O(1) per step for recurrent models, a key/value cache
-for transformers):
+`model(x)` returns a dict of per-position predictions:
+    "hidden":      [B, T, H]     the hidden representation (what a controller reads)
+    "z":           [B, T, Z]     deterministic models: the predicted target
+    "mdn_logits", "mdn_locs", "mdn_scales": [B, T, Z, K]   mixture models (MDN-RNN)
+    "reward":      [B, T]        only with a reward head (predict_reward=True)
+    "done_logits": [B, T]        only with an episode-end head (predict_done=True)
+`model.predict_from_hidden(h)` gives the same dict (without "hidden") for h [..., H].
+
+Acting and dreaming (incremental, O(1) work per step for recurrent models, a key/value
+cache for transformers):
 
     state = model.initial_state(batch_size)                          # nested tensors
     h, state = model.step(z_t, a_t, state)                           # z_t [B, Z], a_t [B, A] -> h [B, H]
-    nxt = model.sample_next(h, temperature=1.0)
+    nxt = model.sample_next(h, temperature=1.0, z=z_t)
     # {"z": [B, Z] next representation, "reward": [B], "done_prob": [B]}
 
 `step` applied to the inputs of a sequence one position at a time gives the same hidden
 representations as `get_hidden_representation(..., position=t)` on the full sequence.
+
+Targets: a model trained with `--difference_targets` predicts z_{t+1} - z_t; its
+`difference_targets` attribute is then True and `sample_next` needs the current `z` to
+return the next representation itself (it always returns z_{t+1}, never the difference).
+"reward" and "done_prob" are zeros when the model has no such head (`has_reward_head`,
+`has_done_head` tell).
 """
 
 from __future__ import annotations
@@ -31,6 +46,9 @@ import tensorflow as tf
 
 class SequentialModel(keras.Model, abc.ABC):
     """A keras.Model over [B, T, Z + A] sequences; see the module docstring."""
+
+    #: True when the model predicts z_{t+1} - z_t (set by the trainer / saved_models).
+    difference_targets: bool = False
 
     @property
     @abc.abstractmethod
@@ -47,9 +65,21 @@ class SequentialModel(keras.Model, abc.ABC):
     def hidden_size(self) -> int:
         """H, the size returned by get_hidden_representation and step."""
 
+    @property
+    def has_reward_head(self) -> bool:
+        return False
+
+    @property
+    def has_done_head(self) -> bool:
+        return False
+
     @abc.abstractmethod
     def get_loss_fn(self):
-        """A Keras loss `fn(targets, predictions) -> scalar` for `compile(loss=...)`."""
+        """`fn(batch, predictions) -> scalar`: the masked mean training loss.
+
+        `batch` is a dict as from `get_autoregressive_slices` ("targets" [B, T, Z],
+        "rewards" [B, T], "dones" [B, T], "mask" [B, T], "target_mask" [B, T]);
+        `predictions` is `model(batch["inputs"])`."""
 
     @abc.abstractmethod
     def get_hidden_representation(
@@ -65,6 +95,15 @@ class SequentialModel(keras.Model, abc.ABC):
     def step(self, z: tf.Tensor, a: tf.Tensor, state: Any) -> tuple[tf.Tensor, Any]:
         """One incremental step: (z [B, Z], a [B, A], state) -> (hidden [B, H], new state)."""
 
-    def sample_next(self, hidden: tf.Tensor, temperature: float = 1.0, seed=None) -> dict:
-        """hidden [B, H] -> {"z": [B, Z], "reward": [B], "done_prob": [B]} (dream rollouts)."""
+    def predict_from_hidden(self, hidden: tf.Tensor) -> dict:
+        """hidden [..., H] -> the prediction dict of the module docstring (without "hidden")."""
+        raise NotImplementedError(f"{type(self).__name__} has no prediction heads.")
+
+    def sample_next(self, hidden: tf.Tensor, temperature: float = 1.0, seed=None, z=None) -> dict:
+        """hidden [B, H] -> {"z": [B, Z], "reward": [B], "done_prob": [B]} (dream rollouts).
+
+        Deterministic models return their prediction (temperature is ignored); mixture
+        models sample at `temperature` (mixture logits / tau, std * sqrt(tau)). `seed`: an
+        int or a shape-[2] int tensor for a stateless sample, None for a random one. `z`
+        [B, Z], the current representation, is required when `difference_targets`."""
         raise NotImplementedError(f"{type(self).__name__} cannot sample next observations.")

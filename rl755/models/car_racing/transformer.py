@@ -1,0 +1,62 @@
+"""Autoregressive causal transformers over CarRacing's encoded rollouts (Z = 32, A = 3).
+
+`--model=transformer.base_deterministic_transformer` (scripts/models/train_sequential_model.py).
+Size presets (sliding-window attention with ALiBi and a key/value cache for acting; see
+rl755/models/common/transformer.py for what happens past the window):
+
+    preset   layers  model_dim  heads  window  params (Z=32, A=3)
+    tiny        2        64       4      32     ~0.1M
+    small       4       128       4      64     ~0.8M
+    base        6       256       8     128     ~4.8M
+
+The `*_with_heads` variants also predict reward and episode end (needed to train a
+controller inside the model). Every keyword argument of
+`rl755.models.common.sequential_models.deterministic_transformer` can be overridden.
+"""
+
+from __future__ import annotations
+
+from rl755.environments import Environments
+from rl755.models.common.sequential_models import deterministic_transformer
+
+REPRESENTATION_SIZE = 32
+ACTION_SIZE = Environments.CAR_RACING.action_shape[0]
+
+_PRESETS = {
+    "tiny": dict(num_layers=2, model_dim=64, num_heads=4, window=32),
+    "small": dict(num_layers=4, model_dim=128, num_heads=4, window=64),
+    "base": dict(num_layers=6, model_dim=256, num_heads=8, window=128),
+}
+
+
+def _make(preset: str, **kwargs):
+    args = dict(
+        representation_size=REPRESENTATION_SIZE,
+        action_size=ACTION_SIZE,
+        name=f"{preset}_deterministic_transformer",
+        **_PRESETS[preset],
+    )
+    args.update(kwargs)
+    return deterministic_transformer(**args)
+
+
+def tiny_deterministic_transformer(**kwargs):
+    """2 layers, 64 wide, 4 heads, window 32."""
+    return _make("tiny", **kwargs)
+
+
+def small_deterministic_transformer(**kwargs):
+    """4 layers, 128 wide, 4 heads, window 64."""
+    return _make("small", **kwargs)
+
+
+def base_deterministic_transformer(**kwargs):
+    """6 layers, 256 wide, 8 heads, window 128."""
+    return _make("base", **kwargs)
+
+
+def base_deterministic_transformer_with_heads(**kwargs):
+    """The base transformer plus reward and episode-end heads (for dream training)."""
+    kwargs.setdefault("predict_reward", True)
+    kwargs.setdefault("predict_done", True)
+    return _make("base", **kwargs)

@@ -1,0 +1,45 @@
+"""An LSTM backbone with an O(1) incremental step.
+
+    backbone = LstmBackbone(units=256)
+    h = backbone(x)                                # x [B, T, D_in] -> [B, T, units]
+    state = backbone.initial_state(batch_size)     # {"h": [B, units], "c": [B, units]}
+    h_t, state = backbone.step(x_t, state)         # x_t [B, D_in] -> [B, units]
+
+The full pass (keras.layers.LSTM, cuDNN on GPU) and `step` (the same layer's cell) share
+weights. With a mask, padded steps carry the state through unchanged.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+
+class LstmBackbone(keras.layers.Layer):
+    def __init__(self, units: int = 256, **kw):
+        super().__init__(**kw)
+        self.units = int(units)
+        self.lstm = keras.layers.LSTM(self.units, return_sequences=True, name="lstm")
+
+    @property
+    def hidden_size(self) -> int:
+        return self.units
+
+    def build(self, input_shape):
+        self.lstm.build(input_shape)
+        super().build(input_shape)
+
+    def call(self, x, mask=None, training=None):
+        """x [B, T, D_in], mask [B, T] or None -> [B, T, units]."""
+        if mask is not None:
+            mask = tf.cast(mask, tf.bool)
+        return self.lstm(x, mask=mask, training=training)
+
+    def initial_state(self, batch_size: int) -> dict:
+        zeros = tf.zeros([batch_size, self.units])
+        return {"h": zeros, "c": zeros}
+
+    def step(self, x, state):
+        """x [B, D_in] -> (h [B, units], new state)."""
+        out, (h, c) = self.lstm.cell(x, [state["h"], state["c"]])
+        return out, {"h": h, "c": c}

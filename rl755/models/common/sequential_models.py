@@ -1,0 +1,265 @@
+"""Concrete sequential models: a backbone (transformer or LSTM) plus prediction heads.
+
+    model = deterministic_transformer(representation_size=32, action_size=3, num_layers=6,
+                                      model_dim=256, num_heads=8, window=128)
+    model = deterministic_lstm(representation_size=32, action_size=3, units=256)
+    model = mdn_rnn(representation_size=32, action_size=3, units=256, num_components=5,
+                    predict_reward=True, predict_done=True)
+
+All are `SequentialModel`s (see rl755/models/common/sequential.py for the interface and the
+prediction dict). Optional heads (constructor args): `predict_reward` (regression of
+reward_t, squared error) and `predict_done` (Bernoulli logits of "the episode terminated
+after step t", cross-entropy with positives weighted by `done_pos_weight` because ends are
+rare). The loss is
+
+    z_loss_weight * z term + reward_loss_weight * reward term + done_loss_weight * done term
+
+each a masked mean over positions: the z term over "target_mask" (steps with a next
+observation), the reward and done terms over "mask" (real steps).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from rl755.models.common.lstm import LstmBackbone
+from rl755.models.common.sequential import SequentialModel
+from rl755.models.common.sequential_heads import DeterministicHead, MixtureDensityHead
+from rl755.models.common.transformer import CausalTransformer
+
+
+class HeadedSequentialModel(SequentialModel):
+    """A backbone layer (`call(x, mask, training)`, `initial_state`, `step`, `hidden_size`)
+    with a z head (`DeterministicHead` or `MixtureDensityHead`) and optional reward/done
+    heads."""
+
+    def __init__(
+        self,
+        backbone: keras.layers.Layer,
+        z_head: keras.layers.Layer,
+        representation_size: int,
+        action_size: int,
+        predict_reward: bool = False,
+        predict_done: bool = False,
+        z_loss_weight: float = 1.0,
+        reward_loss_weight: float = 1.0,
+        done_loss_weight: float = 1.0,
+        done_pos_weight: float = 10.0,
+        difference_targets: bool = False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.backbone = backbone
+        self.z_head = z_head
+        self._representation_size = int(representation_size)
+        self._action_size = int(action_size)
+        self.reward_head = keras.layers.Dense(1, name="reward_head") if predict_reward else None
+        self.done_head = keras.layers.Dense(1, name="done_head") if predict_done else None
+        self.loss_weights = {
+            "z": float(z_loss_weight),
+            "reward": float(reward_loss_weight) if predict_reward else 0.0,
+            "done": float(done_loss_weight) if predict_done else 0.0,
+        }
+        self.done_pos_weight = float(done_pos_weight)
+        self.difference_targets = bool(difference_targets)
+        self._step_fn = None
+
+    # ---- sizes ---------------------------------------------------------------------------------
+    @property
+    def representation_size(self) -> int:
+        return self._representation_size
+
+    @property
+    def action_size(self) -> int:
+        return self._action_size
+
+    @property
+    def hidden_size(self) -> int:
+        return self.backbone.hidden_size
+
+    @property
+    def has_reward_head(self) -> bool:
+        return self.reward_head is not None
+
+    @property
+    def has_done_head(self) -> bool:
+        return self.done_head is not None
+
+    @property
+    def loss_terms_used(self) -> list[str]:
+        return [k for k, w in self.loss_weights.items() if w]
+
+    def ensure_built(self) -> SequentialModel:
+        """Builds all weights (call before `load_weights`)."""
+        if not self.built or not self.backbone.built:
+            self(tf.zeros([1, 1, self.representation_size + self.action_size]))
+        return self
+
+    # ---- full sequences ------------------------------------------------------------------------
+    def _check_inputs(self, x):
+        want = self.representation_size + self.action_size
+        if x.shape[-1] is not None and x.shape[-1] != want:
+            raise ValueError(
+                f"{self.name} takes inputs [B, T, Z + A] = [B, T, {want}] "
+                f"(Z={self.representation_size}, A={self.action_size}), got {x.shape}."
+            )
+
+    def call(self, x, mask=None, training=None):
+        """x [B, T, Z + A], mask [B, T] -> prediction dict (see sequential.py)."""
+        x = tf.convert_to_tensor(x, tf.float32)
+        self._check_inputs(x)
+        hidden = self.backbone(x, mask=mask, training=training)  # [B, T, H]
+        out = self.predict_from_hidden(hidden)
+        out["hidden"] = hidden
+        return out
+
+    def predict_from_hidden(self, hidden):
+        out = dict(self.z_head(hidden))
+        if self.reward_head is not None:
+            out["reward"] = tf.squeeze(self.reward_head(hidden), -1)
+        if self.done_head is not None:
+            out["done_logits"] = tf.squeeze(self.done_head(hidden), -1)
+        return out
+
+    def get_hidden_representation(self, x, mask=None, training=None, position=-1):
+        x = tf.convert_to_tensor(x, tf.float32)
+        self._check_inputs(x)
+        return self.backbone(x, mask=mask, training=training)[:, position]
+
+    # ---- losses --------------------------------------------------------------------------------
+    def loss_sums(self, batch: dict, predictions: dict) -> tuple[dict, dict]:
+        """Per-term sums over valid positions and their counts (scalars).
+
+        The trainer divides by counts summed over all replicas, so a global batch split
+        across devices gives the same loss and gradients as on one device."""
+        mask = tf.cast(batch["mask"], tf.float32)
+        target_mask = tf.cast(batch.get("target_mask", batch["mask"]), tf.float32)
+
+        def masked_sum(per_position, m):
+            # tf.where, not multiply: padded positions may hold inf and inf * 0 = NaN.
+            return tf.reduce_sum(tf.where(m > 0, per_position, 0.0))
+
+        sums = {
+            "z": masked_sum(
+                self.z_head.per_position_loss(batch["targets"], predictions), target_mask
+            )
+        }
+        counts = {"z": tf.reduce_sum(target_mask)}
+        if self.reward_head is not None:
+            err = tf.square(predictions["reward"] - tf.cast(batch["rewards"], tf.float32))
+            sums["reward"], counts["reward"] = masked_sum(err, mask), tf.reduce_sum(mask)
+        if self.done_head is not None:
+            xent = tf.nn.weighted_cross_entropy_with_logits(
+                labels=tf.cast(batch["dones"], tf.float32),
+                logits=predictions["done_logits"],
+                pos_weight=self.done_pos_weight,
+            )
+            sums["done"], counts["done"] = masked_sum(xent, mask), tf.reduce_sum(mask)
+        return sums, counts
+
+    def combine_loss_terms(self, terms: dict) -> tf.Tensor:
+        """Weighted sum of per-term means."""
+        return tf.add_n([self.loss_weights[k] * v for k, v in terms.items()])
+
+    def get_loss_fn(self):
+        def loss_fn(batch, predictions):
+            sums, counts = self.loss_sums(batch, predictions)
+            terms = {k: sums[k] / tf.maximum(counts[k], 1.0) for k in sums}
+            return self.combine_loss_terms(terms)
+
+        return loss_fn
+
+    # ---- acting --------------------------------------------------------------------------------
+    def initial_state(self, batch_size: int):
+        return self.backbone.initial_state(batch_size)
+
+    def _step(self, z, a, state):
+        x = tf.concat([tf.cast(z, tf.float32), tf.cast(a, tf.float32)], axis=-1)
+        return self.backbone.step(x, state)
+
+    def step(self, z, a, state):
+        """(z [B, Z], a [B, A], state) -> (hidden [B, H], new state); compiled once."""
+        self.ensure_built()
+        if self._step_fn is None:
+            self._step_fn = tf.function(self._step, reduce_retracing=True)
+        return self._step_fn(z, a, state)
+
+    def sample_next(self, hidden, temperature=1.0, seed=None, z=None):
+        out = self.predict_from_hidden(hidden)
+        z_next = self.z_head.sample(out, temperature=temperature, seed=seed)
+        if self.difference_targets:
+            if z is None:
+                raise ValueError(
+                    f"{self.name} predicts differences z_(t+1) - z_t (difference_targets): "
+                    "pass the current z to sample_next(hidden, ..., z=z_t)."
+                )
+            z_next = tf.cast(z, tf.float32) + z_next
+        batch = tf.shape(hidden)[0]
+        reward = out["reward"] if "reward" in out else tf.zeros([batch])
+        done_prob = tf.sigmoid(out["done_logits"]) if "done_logits" in out else tf.zeros([batch])
+        return {"z": z_next, "reward": reward, "done_prob": done_prob}
+
+
+def deterministic_transformer(
+    representation_size: int,
+    action_size: int,
+    num_layers: int = 6,
+    model_dim: int = 256,
+    num_heads: int = 8,
+    window: int = 128,
+    intermediate_dim: int | None = None,
+    dropout: float = 0.0,
+    name: str = "deterministic_transformer",
+    **head_kwargs,
+) -> HeadedSequentialModel:
+    """Causal sliding-window transformer predicting z_{t+1} by regression."""
+    backbone = CausalTransformer(
+        num_layers, model_dim, num_heads, window, intermediate_dim, dropout, name="transformer"
+    )
+    return HeadedSequentialModel(
+        backbone,
+        DeterministicHead(representation_size, name="z_head"),
+        representation_size,
+        action_size,
+        name=name,
+        **head_kwargs,
+    )
+
+
+def deterministic_lstm(
+    representation_size: int,
+    action_size: int,
+    units: int = 256,
+    name: str = "deterministic_lstm",
+    **head_kwargs,
+) -> HeadedSequentialModel:
+    """LSTM predicting z_{t+1} by regression."""
+    return HeadedSequentialModel(
+        LstmBackbone(units, name="lstm_backbone"),
+        DeterministicHead(representation_size, name="z_head"),
+        representation_size,
+        action_size,
+        name=name,
+        **head_kwargs,
+    )
+
+
+def mdn_rnn(
+    representation_size: int,
+    action_size: int,
+    units: int = 256,
+    num_components: int = 5,
+    min_scale: float = 1e-3,
+    name: str = "mdn_rnn",
+    **head_kwargs,
+) -> HeadedSequentialModel:
+    """World Models MDN-RNN: LSTM + a `num_components` Gaussian mixture per latent dim."""
+    return HeadedSequentialModel(
+        LstmBackbone(units, name="lstm_backbone"),
+        MixtureDensityHead(representation_size, num_components, min_scale, name="mdn_head"),
+        representation_size,
+        action_size,
+        name=name,
+        **head_kwargs,
+    )

@@ -1,0 +1,193 @@
+"""A causal transformer backbone with sliding-window attention and a key/value cache.
+
+    backbone = CausalTransformer(num_layers=6, model_dim=256, num_heads=8, window=128)
+    h = backbone(x)                                    # x [B, T, D_in] -> h [B, T, model_dim]
+    state = backbone.initial_state(batch_size)         # ring-buffer key/value cache
+    h_t, state = backbone.step(x_t, state)             # x_t [B, D_in] -> [B, model_dim]
+
+Positions: no absolute position embedding. Each head adds a linear distance penalty to its
+attention logits (ALiBi, Press et al. 2022: -slope_h * (i - j)), so attention depends only
+on how far back a key is, never on where the sequence started.
+
+The window (what happens past it): every layer's query at time i attends to the keys at
+times i - window + 1 .. i (sliding-window attention, as in Longformer/Mistral). The
+full-sequence forward pass applies exactly this banded causal mask at any length, and
+`step` keeps the last `window` keys/values of each layer in a ring buffer, so the two
+agree at every step, also for t >= window: acting never slows down or forgets abruptly.
+For t < window this is plain causal attention, identical to training on slices of length
+<= window. Past the window, one layer sees exactly the last `window` inputs; with several
+layers information from further back can still flow through earlier positions (the
+receptive field of a stack of sliding-window layers), unlike recomputing a fresh window
+from scratch, which would cost O(window) times more per step (see
+benchmarks/acting_cost.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+_NEG = -1e9  # finite "minus infinity": a fully masked row gives a uniform softmax, not NaN
+
+
+def alibi_slopes(num_heads: int) -> np.ndarray:
+    """Geometric per-head slopes 2^(-8 h / num_heads), h = 1..num_heads (float32 [heads])."""
+    return np.array([2.0 ** (-8.0 * (h + 1) / num_heads) for h in range(num_heads)], np.float32)
+
+
+class SlidingWindowAttention(keras.layers.Layer):
+    """Multi-head causal self-attention over the last `window` positions, with ALiBi."""
+
+    def __init__(self, num_heads: int, key_dim: int, window: int, dropout: float = 0.0, **kw):
+        super().__init__(**kw)
+        self.num_heads, self.key_dim, self.window = int(num_heads), int(key_dim), int(window)
+        self.dropout_rate = float(dropout)
+        self.slopes = tf.constant(alibi_slopes(self.num_heads))  # [h]
+
+    def build(self, input_shape):
+        d = int(input_shape[-1])
+        self.qkv = keras.layers.Dense(3 * self.num_heads * self.key_dim, name="qkv")
+        self.qkv.build(input_shape)
+        self.out = keras.layers.Dense(d, name="out")
+        self.out.build((*input_shape[:-1], self.num_heads * self.key_dim))
+        self.dropout = keras.layers.Dropout(self.dropout_rate)
+        super().build(input_shape)
+
+    def _split(self, x):
+        """[..., D] -> q, k, v each [..., h, dk]."""
+        qkv = self.qkv(x)
+        shape = tf.concat([tf.shape(qkv)[:-1], [3, self.num_heads, self.key_dim]], axis=0)
+        qkv = tf.reshape(qkv, shape)
+        return qkv[..., 0, :, :], qkv[..., 1, :, :], qkv[..., 2, :, :]
+
+    def call(self, x, key_mask=None, training=None):
+        """x [B, T, D], key_mask [B, T] (1 = real step) -> [B, T, D]."""
+        q, k, v = self._split(x)  # [B, T, h, dk]
+        t = tf.shape(x)[1]
+        scores = tf.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.key_dim)
+        pos = tf.range(t)
+        dist = pos[:, None] - pos[None, :]  # [T, T] query time - key time
+        bias = -self.slopes[:, None, None] * tf.cast(dist, tf.float32)[None]  # [h, T, T]
+        allowed = tf.logical_and(dist >= 0, dist < self.window)[None, None]  # [1, 1, T, T]
+        if key_mask is not None:
+            allowed = tf.logical_and(allowed, tf.cast(key_mask, tf.bool)[:, None, None, :])
+        scores = tf.where(allowed, scores + bias[None], _NEG)
+        weights = self.dropout(tf.nn.softmax(scores, axis=-1), training=training)
+        out = tf.einsum("bhqk,bkhd->bqhd", weights, v)  # [B, T, h, dk]
+        out = tf.reshape(out, tf.concat([tf.shape(out)[:2], [-1]], axis=0))
+        return self.out(out)
+
+    def step(self, x, cache_k, cache_v, t):
+        """x [B, D], caches [B, W, h, dk] (ring buffer, slot = time % W), t int32 scalar
+        (the time of x) -> (out [B, D], new cache_k, new cache_v)."""
+        q, k, v = self._split(x)  # [B, h, dk]
+        slot_onehot = tf.one_hot(t % self.window, self.window)[None, :, None, None]  # [1,W,1,1]
+        cache_k = cache_k * (1.0 - slot_onehot) + slot_onehot * k[:, None]
+        cache_v = cache_v * (1.0 - slot_onehot) + slot_onehot * v[:, None]
+        scores = tf.einsum("bhd,bwhd->bhw", q, cache_k) / math.sqrt(self.key_dim)
+        dist = (t - tf.range(self.window)) % self.window  # [W] how far back each slot is
+        bias = -self.slopes[:, None] * tf.cast(dist, tf.float32)[None]  # [h, W]
+        valid = (dist <= t)[None, None]  # slots not yet written are empty
+        scores = tf.where(valid, scores + bias[None], _NEG)
+        weights = tf.nn.softmax(scores, axis=-1)
+        out = tf.einsum("bhw,bwhd->bhd", weights, cache_v)
+        out = tf.reshape(out, [tf.shape(out)[0], self.num_heads * self.key_dim])
+        return self.out(out), cache_k, cache_v
+
+
+class TransformerBlock(keras.layers.Layer):
+    """Pre-layer-norm block: x + attn(LN(x)), then x + FFN(LN(x))."""
+
+    def __init__(self, num_heads, key_dim, window, intermediate_dim, dropout=0.0, **kw):
+        super().__init__(**kw)
+        self.attention = SlidingWindowAttention(num_heads, key_dim, window, dropout, name="attn")
+        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-5, name="norm1")
+        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-5, name="norm2")
+        self.ff1 = keras.layers.Dense(intermediate_dim, activation="gelu", name="ff1")
+        self.ff2 = None
+        self.dropout = keras.layers.Dropout(dropout)
+
+    def build(self, input_shape):
+        self.ff2 = keras.layers.Dense(int(input_shape[-1]), name="ff2")
+        super().build(input_shape)
+
+    def _ffn(self, x, training=None):
+        return self.dropout(self.ff2(self.ff1(self.norm2(x))), training=training)
+
+    def call(self, x, key_mask=None, training=None):
+        a = self.attention(self.norm1(x), key_mask=key_mask, training=training)
+        x = x + self.dropout(a, training=training)
+        return x + self._ffn(x, training=training)
+
+    def step(self, x, cache_k, cache_v, t):
+        a, cache_k, cache_v = self.attention.step(self.norm1(x), cache_k, cache_v, t)
+        x = x + a
+        return x + self._ffn(x), cache_k, cache_v
+
+
+class CausalTransformer(keras.layers.Layer):
+    """Input projection, `num_layers` sliding-window blocks, final layer norm.
+
+    State for `step`: {"k": (L tensors [B, W, h, dk]), "v": (same), "t": int32 []} (a ring
+    buffer per layer; one time index for the whole batch)."""
+
+    def __init__(
+        self,
+        num_layers: int,
+        model_dim: int,
+        num_heads: int,
+        window: int,
+        intermediate_dim: int | None = None,
+        dropout: float = 0.0,
+        **kw,
+    ):
+        super().__init__(**kw)
+        if model_dim % num_heads:
+            raise ValueError(f"model_dim {model_dim} must be divisible by num_heads {num_heads}.")
+        if window <= 0:
+            raise ValueError(f"window must be positive, got {window}.")
+        self.num_layers, self.model_dim, self.num_heads = num_layers, model_dim, num_heads
+        self.window, self.key_dim = int(window), model_dim // num_heads
+        self.input_projection = keras.layers.Dense(model_dim, name="input_projection")
+        self.blocks = [
+            TransformerBlock(
+                num_heads,
+                self.key_dim,
+                window,
+                intermediate_dim or 4 * model_dim,
+                dropout,
+                name=f"block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-5, name="final_norm")
+
+    @property
+    def hidden_size(self) -> int:
+        return self.model_dim
+
+    def call(self, x, mask=None, training=None):
+        """x [B, T, D_in], mask [B, T] or None -> [B, T, model_dim]."""
+        h = self.input_projection(x)
+        for block in self.blocks:
+            h = block(h, key_mask=mask, training=training)
+        return self.final_norm(h)
+
+    def initial_state(self, batch_size: int) -> dict:
+        shape = [batch_size, self.window, self.num_heads, self.key_dim]
+        zeros = tuple(tf.zeros(shape) for _ in range(self.num_layers))
+        return {"k": zeros, "v": zeros, "t": tf.constant(0, tf.int32)}
+
+    def step(self, x, state):
+        """x [B, D_in] -> (h [B, model_dim], new state); O(window) work per step."""
+        t = state["t"]
+        h = self.input_projection(x)
+        ks, vs = [], []
+        for i, block in enumerate(self.blocks):
+            h, k, v = block.step(h, state["k"][i], state["v"][i], t)
+            ks.append(k)
+            vs.append(v)
+        return self.final_norm(h), {"k": tuple(ks), "v": tuple(vs), "t": t + 1}
