@@ -1,0 +1,39 @@
+"""The MDN-RNN for DOOM_TAKE_COVER: Z = 64, A = 3 (one-hot actions).
+
+World Models' DoomTakeCover model: LSTM 512 and 5 Gaussians per latent dimension, Z = 64,
+with an episode-end head (the paper's Doom MDN-RNN predicts `done`, which is what lets a
+controller learn to survive entirely inside the model).
+
+`--model=mdn_rnn.mdn_rnn`; `--model=mdn_rnn.mdn_rnn_with_heads` adds the reward and
+episode-end heads that dream training (`--mode=dream`) reads. Sampling:
+`model.sample_next(h, temperature=tau)` divides the mixture logits by tau and multiplies the
+standard deviations by sqrt(tau). Keyword arguments of
+`rl755.models.common.sequential_models.mdn_rnn` can be overridden.
+"""
+
+from __future__ import annotations
+
+from rl755.environments import Environments
+from rl755.models.common.sequential_models import mdn_rnn as _mdn_rnn
+
+REPRESENTATION_SIZE = 64  # rl755.models.doom_take_cover.vae.Vae's default
+ACTION_SIZE = Environments.DOOM_TAKE_COVER.action_shape[0]
+
+
+def mdn_rnn(**kwargs):
+    """LSTM 512 + 5 Gaussians per latent dimension."""
+    args = dict(
+        representation_size=REPRESENTATION_SIZE,
+        action_size=ACTION_SIZE,
+        units=512,
+        num_components=5,
+    )
+    args.update(kwargs)
+    return _mdn_rnn(**args)
+
+
+def mdn_rnn_with_heads(**kwargs):
+    """The MDN-RNN plus reward and episode-end heads (for dream training)."""
+    kwargs.setdefault("predict_reward", True)
+    kwargs.setdefault("predict_done", True)
+    return mdn_rnn(**kwargs)
