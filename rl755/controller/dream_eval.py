@@ -1,0 +1,109 @@
+"""Evaluating controllers inside the learned model ("dream"), batched on one device.
+
+    dream = DreamEvaluator(sequential_model, controller, initial_z, max_steps=1000, temperature=1.15)
+    out = dream.evaluate(params, trial_ids, seed=gen)     # params [P, N], trial_ids [T]
+    out["returns"], out["steps"]                          # [P, T], [P, T]
+
+All P x T episodes run together in one TF loop (`tf.while_loop` inside one tf.function):
+the controller acts on [z_t, h_t] (batched [P, T, D] x params [P, N]), the model steps
+h_{t+1}, state = step(z_t, a_t, state) and samples {z_{t+1}, reward_t, done_prob_t} with
+`sample_next(h_{t+1}, temperature, z=z_t)`. An episode ends when a Bernoulli(done_prob) draw says
+so or after `max_steps`. Episode t of every member starts from the same initial z
+(`initial_z[trial_ids[t]]`: real reset frames, encoded), as real trials share seeds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+
+def encoded_initial_states(make_env, encode_fn, seeds) -> np.ndarray:
+    """Resets a real environment with each seed and encodes the first frame: [K, Z]."""
+    env = make_env()
+    try:
+        frames = np.stack([env.reset(seed=int(s))[0] for s in seeds])
+    finally:
+        env.close()
+    return np.asarray(encode_fn(frames), np.float32)
+
+
+class DreamEvaluator:
+    """Batched dream rollouts of many controllers in a sequential model."""
+
+    def __init__(
+        self,
+        sequential_model,
+        controller,
+        initial_z: np.ndarray,
+        max_steps: int,
+        temperature: float = 1.0,
+    ):
+        if (
+            controller.input_size
+            != sequential_model.representation_size + sequential_model.hidden_size
+        ):
+            raise ValueError(
+                f"Controller input size {controller.input_size} does not match the sequential "
+                f"model's Z + H = {sequential_model.representation_size} + "
+                f"{sequential_model.hidden_size}."
+            )
+        initial_z = np.asarray(initial_z, np.float32)
+        if initial_z.ndim != 2 or initial_z.shape[1] != sequential_model.representation_size:
+            raise ValueError(
+                f"initial_z must be [K, {sequential_model.representation_size}], got "
+                f"{initial_z.shape}."
+            )
+        self.model = sequential_model
+        self.controller = controller
+        self.initial_z = initial_z
+        self.max_steps = int(max_steps)
+        self.temperature = float(temperature)
+        self._rollout_fn = tf.function(self._rollout)
+
+    def _rollout(self, params, z0, seed):
+        # params [P, N]; z0 [P * T, Z]; seed [2] int32 (stateless Bernoulli draws).
+        p = tf.shape(params)[0]
+        b = tf.shape(z0)[0]
+        t_per = b // p
+        model, ctrl = self.model, self.controller
+        state = model.initial_state(z0.shape[0])
+        h = tf.zeros([b, model.hidden_size], tf.float32)
+        total = tf.zeros([b], tf.float32)
+        alive = tf.ones([b], tf.float32)
+        steps = tf.zeros([b], tf.float32)
+        z = z0
+
+        def body(t, z, h, state, total, alive, steps):
+            features = tf.reshape(tf.concat([z, h], axis=1), [p, t_per, -1])  # [P, T, D]
+            a = tf.reshape(ctrl.act(params, features), [b, ctrl.action_size])  # [B, A]
+            h, state = model.step(z, a, state)
+            nxt = model.sample_next(h, temperature=self.temperature, z=z)
+            total += alive * tf.cast(nxt["reward"], tf.float32)
+            steps += alive
+            u = tf.random.stateless_uniform([b], seed=seed + tf.stack([t, 0]))
+            done = tf.cast(u < tf.cast(nxt["done_prob"], tf.float32), tf.float32)
+            alive *= 1.0 - done
+            return t + 1, tf.cast(nxt["z"], tf.float32), h, state, total, alive, steps
+
+        def cond(t, z, h, state, total, alive, steps):
+            return tf.logical_and(t < self.max_steps, tf.reduce_max(alive) > 0)
+
+        _, _, _, _, total, _, steps = tf.while_loop(
+            cond, body, (tf.constant(0), z, h, state, total, alive, steps)
+        )
+        return tf.reshape(total, [p, t_per]), tf.reshape(steps, [p, t_per])
+
+    def evaluate(self, params: np.ndarray, trial_ids, seed: int = 0) -> dict:
+        """params [P, N], trial_ids [T] (rows of initial_z) -> returns, steps: [P, T]."""
+        params = np.asarray(params, np.float32)
+        trial_ids = np.asarray(trial_ids, np.int64)
+        z0 = np.tile(self.initial_z[trial_ids], (len(params), 1))  # [P * T, Z]
+        tf.random.set_seed(seed)  # the model's own sampling, if it uses the global seed
+        total, steps = self._rollout_fn(
+            tf.constant(params), tf.constant(z0), tf.constant([seed % (2**31), 1], tf.int32)
+        )
+        return {
+            "returns": total.numpy().astype(np.float64),
+            "steps": steps.numpy().astype(np.int64),
+        }

@@ -1,0 +1,108 @@
+"""Trained controllers on disk, and loading them back.
+
+A controller model directory (written by `cma_train.train_controller` every generation):
+
+    controller.json          {"environment", "controller", "controller_kwargs", "input_size",
+                              "action_size", "num_params", "encoder", "sequential_model",
+                              "generation", "score", "score_source"}
+    controller_params.npy    float64 [N], the selected parameters: the best member by real
+                             evaluation if any was run, else the best by training fitness
+    checkpoint.pkl           CMA-ES state (for resuming), see cma_train
+
+    trained = load_trained_controller(model_dir)
+    trained.controller.act(trained.params[None], features[None])   # [1, B, D] -> [1, B, A]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from rl755.common import sharded_io
+from rl755.environments import Environments
+from rl755.models.common import controllers as controllers_lib
+
+META_FILE = "controller.json"
+PARAMS_FILE = "controller_params.npy"
+
+
+def controller_meta(spec, controller) -> dict:
+    """The description saved next to the parameters (spec: agent.AgentSpec)."""
+    kwargs = dict(spec.controller_kwargs)
+    kwargs.update(controller.config())
+    return {
+        "environment": spec.environment,
+        "controller": type(controller).__name__,
+        "controller_kwargs": kwargs,
+        "input_size": controller.input_size,
+        "action_size": controller.action_size,
+        "num_params": controller.num_params,
+        "encoder": spec.encoder_name,
+        "sequential_model": spec.sequential_model_name,
+    }
+
+
+def select_params(ckpt: dict) -> tuple[np.ndarray, float, str, int]:
+    """(params, score, source, generation) of the controller to use from a checkpoint dict."""
+    if ckpt.get("evals"):
+        best = max(ckpt["evals"], key=lambda e: e["mean"])
+        return best["params"], best["mean"], "real_evaluation", best["generation"]
+    gen = max(
+        (h for h in ckpt["history"] if h["best"] == ckpt["best_fitness"]),
+        key=lambda h: h["generation"],
+        default={"generation": ckpt["generation"]},
+    )["generation"]
+    return ckpt["best_params"], ckpt["best_fitness"], "training_fitness", gen
+
+
+def save_trained_controller(model_dir: str, ckpt: dict) -> None:
+    """Writes controller.json + controller_params.npy atomically (params first)."""
+    params, score, source, generation = select_params(ckpt)
+    with sharded_io.atomic_output(os.path.join(model_dir, PARAMS_FILE)) as tmp:
+        with open(tmp, "wb") as f:
+            np.save(f, np.asarray(params, np.float64))
+    meta = dict(ckpt["meta"], generation=int(generation), score=float(score), score_source=source)
+    with sharded_io.atomic_output(os.path.join(model_dir, META_FILE)) as tmp:
+        with open(tmp, "w") as f:
+            json.dump(meta, f, indent=2, sort_keys=True)
+
+
+@dataclasses.dataclass
+class TrainedController:
+    """A controller and its parameters [N], plus the names it was trained with (`meta`)."""
+
+    controller: controllers_lib.Controller
+    params: np.ndarray
+    meta: dict
+    model_dir: str | None = None
+
+    @property
+    def environment(self) -> Environments:
+        return Environments.from_name(self.meta["environment"])
+
+
+def load_trained_controller(model_dir: str) -> TrainedController:
+    """Reads a controller model directory; fails clearly if it is not one."""
+    meta_path = os.path.join(model_dir, META_FILE)
+    params_path = os.path.join(model_dir, PARAMS_FILE)
+    if not (os.path.exists(meta_path) and os.path.exists(params_path)):
+        raise FileNotFoundError(
+            f"{model_dir} holds no trained controller ({META_FILE} + {PARAMS_FILE}); train one "
+            "with scripts/models/train_controller.py --model_dir=..."
+        )
+    with open(meta_path) as f:
+        meta = json.load(f)
+    params = np.load(params_path)
+    env = Environments.from_name(meta["environment"])
+    controller = controllers_lib.make_controller(
+        meta["controller"], meta["input_size"], environment=env, **meta["controller_kwargs"]
+    )
+    if params.shape != (controller.num_params,):
+        raise ValueError(
+            f"{params_path} holds {params.shape} parameters but {meta['controller']} with input "
+            f"size {meta['input_size']} needs ({controller.num_params},)."
+        )
+    return TrainedController(controller, params, meta, model_dir)
