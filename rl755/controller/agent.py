@@ -105,14 +105,26 @@ class AgentSpec:
     def build(self, use_tf_function: bool = True) -> WorldModelAgent:
         encoder, seq = self.build_models()
         controller = self.build_controller(encoder, seq)
-        return WorldModelAgent(controller, encoder, seq, use_tf_function=use_tf_function)
+        return WorldModelAgent(
+            controller, encoder, seq, use_tf_function=use_tf_function, action_fn=self.action_fn
+        )
+
+    @property
+    def action_fn(self):
+        """Discrete environments: controller outputs -> one-hot actions; else None."""
+        return self.env.to_stored_action if self.env.is_discrete else None
 
 
 class WorldModelAgent:
     """Batched acting with encoder (optional) + sequential model (optional) + controller."""
 
-    def __init__(self, controller, encoder=None, sequential_model=None, use_tf_function=True):
+    def __init__(
+        self, controller, encoder=None, sequential_model=None, use_tf_function=True, action_fn=None
+    ):
+        # action_fn: controller outputs [E, A] -> the environment's stored actions (one-hot
+        # for discrete environments, `Environments.to_stored_action`); None keeps them.
         self.controller = controller
+        self.action_fn = action_fn
         self.encoder = encoder
         self.sequential_model = sequential_model
         self.hidden_size = sequential_model.hidden_size if sequential_model is not None else 0
@@ -135,6 +147,8 @@ class WorldModelAgent:
         z = self._encode(obs)  # [E, Z]
         features = tf.concat([z, h], axis=1) if self.sequential_model is not None else z
         actions = self.controller.act(params, features[:, None, :])[:, 0, :]  # [E, A]
+        if self.action_fn is not None:
+            actions = self.action_fn(actions)  # what the sequential model was trained on
         if self.sequential_model is not None:
             h, state = self.sequential_model.step(z, actions, state)
         return actions, h, state

@@ -299,7 +299,9 @@ def train_controller(
                 return encoder.compute_full_representation(tf.constant(frames))[0].numpy()
 
             z0 = encoded_initial_states(make_env, encode, init_seeds)
-            dream = DreamEvaluator(seq, controller, z0, cfg.rollout_max_steps, cfg.temperature)
+            dream = DreamEvaluator(
+                seq, controller, z0, cfg.rollout_max_steps, cfg.temperature, spec.action_fn
+            )
 
         for gen in range(start, cfg.generations):
             t0 = time.monotonic()
@@ -422,3 +424,34 @@ def train_controller(
         "model_dir": model_dir,
         "es": es,
     }
+
+
+def run_train_controller(
+    *,
+    environment: str,
+    model_dir: str,
+    encoder: str = "none",
+    sequential_model: str = "none",
+    controller: str = "LinearController",
+    hidden_units: int | None = None,
+    encoder_dir: str | None = None,
+    encoder_model: str | None = None,
+    representation_size: int | None = None,
+    cma_config: CmaConfig,
+    pool: PoolConfig,
+    run_flags: dict | None = None,
+) -> dict:
+    """What scripts/models/train_controller.py runs: resolves names (failing fast), records
+    the run in <model_dir>/runs/, then `train_controller`."""
+    from rl755.common import run_record
+    from rl755.controller.resolve import make_agent_spec
+
+    cma_config.validate()
+    spec = make_agent_spec(
+        environment, controller, encoder=encoder, sequential_model=sequential_model,
+        encoder_dir=encoder_dir, encoder_model=encoder_model,
+        representation_size=representation_size, hidden_units=hidden_units,
+    )
+    flags = dict(run_flags or {})
+    with run_record.record_run(model_dir, flags, stage="train_controller"):
+        return train_controller(spec, model_dir, cma_config, pool, hparams=flags)

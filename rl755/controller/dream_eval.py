@@ -38,7 +38,11 @@ class DreamEvaluator:
         initial_z: np.ndarray,
         max_steps: int,
         temperature: float = 1.0,
+        action_fn=None,
     ):
+        """`action_fn` maps controller outputs [B, A] (TF) to the actions the model was trained
+        on, e.g. `Environments.DOOM_TAKE_COVER.to_stored_action` (one-hot of the argmax) for
+        discrete environments; None feeds the outputs as they are (continuous actions)."""
         if (
             controller.input_size
             != sequential_model.representation_size + sequential_model.hidden_size
@@ -59,6 +63,7 @@ class DreamEvaluator:
         self.initial_z = initial_z
         self.max_steps = int(max_steps)
         self.temperature = float(temperature)
+        self.action_fn = action_fn
         self._rollout_fn = tf.function(self._rollout)
 
     def _rollout(self, params, z0, seed):
@@ -77,6 +82,8 @@ class DreamEvaluator:
         def body(t, z, h, state, total, alive, steps):
             features = tf.reshape(tf.concat([z, h], axis=1), [p, t_per, -1])  # [P, T, D]
             a = tf.reshape(ctrl.act(params, features), [b, ctrl.action_size])  # [B, A]
+            if self.action_fn is not None:
+                a = self.action_fn(a)  # e.g. one-hot for discrete environments
             h, state = model.step(z, a, state)
             nxt = model.sample_next(h, temperature=self.temperature, z=z)
             total += alive * tf.cast(nxt["reward"], tf.float32)

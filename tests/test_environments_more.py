@@ -1,0 +1,256 @@
+"""DOOM_TAKE_COVER and BREAKOUT: real steps through stage 1 and the dataset readers, the
+discrete-action conversions, and the "same files in every environment folder" rule."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rl755.common import sharded_io
+from rl755.data_gen.gym_rollouts import single_rollout
+from rl755.environments import Environments
+
+DISCRETE = [Environments.DOOM_TAKE_COVER, Environments.BREAKOUT]
+
+
+def _folder_module(env, package, name):
+    import importlib
+
+    return importlib.import_module(f"{env.folder_module(package)}.{name}")
+
+
+# ---- environments ----------------------------------------------------------------------------
+@pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
+def test_spec_is_what_the_environment_returns(env_enum):
+    env = env_enum.make(seed=0)
+    try:
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == env_enum.observation_shape == (64, 64, 3)
+        assert obs.dtype == np.uint8
+        assert env.observation_space.shape == env_enum.observation_shape
+        assert env.action_space.shape == env_enum.action_shape
+        assert env_enum.is_discrete
+        n = env_enum.num_discrete_actions
+        assert env.unwrapped.action_space.n == n == len(env_enum.spec.action_meanings)
+        a = env.action_space.sample()  # one-hot
+        assert a.dtype == np.float32 and a.sum() == 1.0 and set(np.unique(a)) <= {0.0, 1.0}
+        obs, reward, terminated, truncated, _ = env.step(a)
+        assert obs.shape == env_enum.observation_shape and np.isfinite(reward)
+        assert obs.std() > 0  # a real frame, not a blank one
+    finally:
+        env.close()
+
+
+def test_one_hot_actions_play_the_same_game_as_indices():
+    """The wrapper plays argmax(one-hot): same seed + same actions -> same frames."""
+    env_enum = Environments.DOOM_TAKE_COVER
+    indices = np.random.default_rng(0).integers(0, 3, 30)
+    env = env_enum.make()
+    try:
+        env.reset(seed=7)
+        by_vector = [env.step(env_enum.from_env_action(i))[0] for i in indices]
+        env.reset(seed=7)
+        by_index = [env.step(int(i))[0] for i in indices]
+    finally:
+        env.close()
+    np.testing.assert_array_equal(np.stack(by_vector), np.stack(by_index))
+    assert not all(np.array_equal(by_vector[0], f) for f in by_vector[1:])  # the view moved
+
+
+def test_doom_episode_cap_and_termination():
+    env = Environments.DOOM_TAKE_COVER.make()
+    try:
+        assert env.spec.max_episode_steps == Environments.DOOM_TAKE_COVER.max_episode_steps == 2100
+    finally:
+        env.close()
+
+
+# ---- discrete action conversions -------------------------------------------------------------
+@pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
+def test_discrete_action_round_trip(env_enum):
+    n = env_enum.num_discrete_actions
+    assert env_enum.action_shape == (n,) and env_enum.action_size == n
+    for i in range(n):
+        stored = env_enum.from_env_action(i)
+        assert stored.dtype == np.float32 and stored.shape == (n,)
+        np.testing.assert_array_equal(stored, np.eye(n)[i])
+        assert env_enum.to_env_action(stored) == i
+    with pytest.raises(ValueError, match="actions 0.."):
+        env_enum.from_env_action(n)
+    with pytest.raises(ValueError, match="shape"):
+        env_enum.to_env_action(np.zeros(n + 1))
+    # Controller outputs -> one-hot of the argmax, in numpy and in TF, batched.
+    outputs = np.random.default_rng(1).uniform(0, 1, (5, 2, n)).astype(np.float32)
+    stored = env_enum.to_stored_action(outputs)
+    np.testing.assert_array_equal(stored, np.eye(n)[outputs.argmax(-1)])
+    np.testing.assert_array_equal(env_enum.to_stored_action(tf.constant(outputs)).numpy(), stored)
+    assert env_enum.to_env_action(outputs[0, 0]) == int(outputs[0, 0].argmax())
+
+
+def test_continuous_environments_keep_their_actions():
+    env_enum = Environments.CAR_RACING
+    assert not env_enum.is_discrete and env_enum.num_discrete_actions is None
+    a = np.array([0.3, 0.5, 0.1], np.float32)
+    np.testing.assert_array_equal(env_enum.to_env_action(a), a)
+    np.testing.assert_array_equal(env_enum.from_env_action(a), a)
+    out = np.array([2.0, -1.0, 0.5], np.float32)
+    np.testing.assert_allclose(env_enum.to_stored_action(out), [1.0, 0.0, 0.5])
+    np.testing.assert_allclose(env_enum.to_stored_action(tf.constant(out)).numpy(), [1.0, 0.0, 0.5])
+
+
+# ---- policies ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
+def test_random_policies_are_one_hot_and_seeded(env_enum):
+    policies = _folder_module(env_enum, "models", "policies")
+    n = env_enum.num_discrete_actions
+    env = env_enum.make()
+    try:
+        for cls in (policies.RandomPolicy, policies.RepeatRandomPolicy):
+            runs = []
+            for _ in range(2):
+                p = cls()
+                p.initialize(env, 200, seed=4)
+                runs.append(np.stack([p.sample_action(None, t, None) for t in range(200)]))
+            np.testing.assert_array_equal(runs[0], runs[1])
+            acts = runs[0]
+            assert acts.shape == (200, n) and np.all(acts.sum(-1) == 1.0)
+            assert len(np.unique(acts.argmax(-1))) == n  # every action shows up
+    finally:
+        env.close()
+
+
+def test_repeat_random_policy_holds_each_action_k_steps():
+    from rl755.models.doom_take_cover.policies import RepeatRandomPolicy
+
+    env = Environments.DOOM_TAKE_COVER.make()
+    try:
+        p = RepeatRandomPolicy(min_repeat=5, max_repeat=5)
+        p.initialize(env, 100, seed=0)
+        idx = np.array([p.sample_action(None, t, None).argmax() for t in range(100)])
+    finally:
+        env.close()
+    blocks = idx.reshape(20, 5)
+    assert np.all(blocks == blocks[:, :1])  # constant within each block of 5
+    with pytest.raises(ValueError, match="min_repeat"):
+        RepeatRandomPolicy(min_repeat=3, max_repeat=2)
+
+
+# ---- stage 1 and the dataset readers ----------------------------------------------------------
+@pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
+def test_real_rollouts_through_tfrecords_and_raw_rollouts(env_enum):
+    policies = _folder_module(env_enum, "models", "policies")
+    raw_rollouts = _folder_module(env_enum, "data", "raw_rollouts")
+    rollouts = [
+        single_rollout(env_enum.make_fn(), policies.RepeatRandomPolicy, max_steps=12, seed=s)
+        for s in (0, 1)
+    ]
+    for r in rollouts:
+        assert len(r) == 12 and r.obs_l[0].shape == (64, 64, 3)
+        assert np.all(np.stack(r.action_l).sum(-1) == 1.0)
+
+    # Where the default RawRollouts() reads (the conftest points the data dir at tmp_path).
+    builder = raw_rollouts.RawRollouts()
+    pattern = builder.tfrecords_pattern()
+    out_dir = os.path.dirname(pattern)
+    os.makedirs(out_dir)
+    sharded_io.write_tfrecord(
+        os.path.join(out_dir, sharded_io.shard_name("rollouts-train", 0, 1)),
+        [r.serialize() for r in rollouts],
+        "GZIP",
+    )
+    sharded_io.write_dataset_info(
+        out_dir,
+        {"environment": env_enum.name, "observation_shape": list(env_enum.observation_shape)},
+    )
+    read = list(builder.rollouts_ds("train", shuffle_files=False).as_numpy_iterator())
+    assert len(read) == 2
+    n = env_enum.num_discrete_actions
+    for r in read:
+        assert r["observations"].shape == (12, 64, 64, 3) and r["observations"].dtype == np.uint8
+        assert r["actions"].shape == (12, n) and r["actions"].dtype == np.float32
+        assert r["rewards"].shape == (12,) and r["rewards"].dtype == np.float32
+        assert r["done"].dtype == bool
+    for got, want in zip(read, rollouts):  # one shard, read in order
+        np.testing.assert_array_equal(got["observations"], np.stack(want.obs_l))
+        np.testing.assert_array_equal(got["actions"], np.stack(want.action_l))
+        np.testing.assert_allclose(got["rewards"], want.reward_l)
+    frames = list(builder.random_rollout_observations(obs_sampled_per_rollout=5, repeat=False))
+    assert len(frames) == 10 and frames[0].shape == (64, 64, 3) and frames[0].dtype == tf.uint8
+
+
+# ---- folders ---------------------------------------------------------------------------------
+def _env_folders(package):
+    root = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rl755", package
+    )
+    return {
+        d: sorted(f for f in os.listdir(os.path.join(root, d)) if f.endswith(".py"))
+        for d in os.listdir(root)
+        if os.path.isdir(os.path.join(root, d)) and d not in ("common", "__pycache__")
+    }
+
+
+@pytest.mark.parametrize("package", ["data", "models"])
+def test_every_environment_folder_has_the_same_file_names(package):
+    folders = _env_folders(package)
+    assert {e.folder_name for e in Environments} == set(
+        folders
+    ), f"rl755/{package}/ needs exactly one folder per Environments entry"
+    reference = folders["car_racing"]
+    differing = {d: files for d, files in folders.items() if files != reference}
+    assert not differing, (
+        f"rl755/{package}/car_racing has {reference}; these folders differ: {differing}. "
+        "Copy the missing files (README 'Adding an environment')."
+    )
+
+
+# ---- controllers act with one-hot actions -----------------------------------------------------
+def _recording(model):
+    """Wraps model.step so every action it receives is recorded (eager only)."""
+    seen = []
+    step = model.step
+
+    def recording_step(z, a, state):
+        seen.append(np.asarray(a))
+        return step(z, a, state)
+
+    model.step = recording_step
+    return seen
+
+
+def test_agent_and_dream_feed_the_model_one_hot_actions():
+    from rl755.controller.agent import AgentSpec, WorldModelAgent
+    from rl755.controller.dream_eval import DreamEvaluator
+    from rl755.models.common.conv_vae import ConvVae
+    from rl755.models.common.controllers import make_controller
+    from rl755.models.common.sequential_models import mdn_rnn
+
+    env_enum = Environments.DOOM_TAKE_COVER
+    assert AgentSpec("DOOM_TAKE_COVER", "LinearController").action_fn is not None
+    assert AgentSpec("CAR_RACING", "LinearController").action_fn is None
+    action_fn = AgentSpec("DOOM_TAKE_COVER", "LinearController").action_fn
+
+    encoder = ConvVae(
+        (64, 64, 3),
+        4,
+        encoder_filters=(4, 4, 4, 4),
+        decoder_dense_size=8,
+        decoder_filters=(4, 4, 4),
+    )
+    seq = mdn_rnn(4, 3, units=8, num_components=2, predict_reward=True, predict_done=True)
+    controller = make_controller("LinearController", 4 + 8, environment=env_enum)
+    params = np.random.default_rng(0).normal(0, 1, (2, controller.num_params)).astype(np.float32)
+
+    seen = _recording(seq)
+    agent = WorldModelAgent(controller, encoder, seq, use_tf_function=False, action_fn=action_fn)
+    agent.reset(2)
+    frames = np.random.default_rng(1).integers(0, 255, (2, 64, 64, 3), dtype=np.uint8)
+    actions = agent.act(frames, params)
+    assert actions.shape == (2, 3) and np.all(actions.sum(-1) == 1.0)
+    np.testing.assert_array_equal(seen[-1], actions)
+
+    dream = DreamEvaluator(seq, controller, np.zeros((1, 4), np.float32), 3, 1.15, action_fn)
+    seen.clear()
+    dream._rollout(tf.constant(params), tf.zeros([2, 4]), tf.constant([0, 1]))  # eager
+    assert seen and all(np.all(a.sum(-1) == 1.0) and set(np.unique(a)) <= {0, 1} for a in seen)
