@@ -448,9 +448,14 @@ def run_train_controller(
 
     cma_config.validate()
     spec = make_agent_spec(
-        environment, controller, encoder=encoder, sequential_model=sequential_model,
-        encoder_dir=encoder_dir, encoder_model=encoder_model,
-        representation_size=representation_size, hidden_units=hidden_units,
+        environment,
+        controller,
+        encoder=encoder,
+        sequential_model=sequential_model,
+        encoder_dir=encoder_dir,
+        encoder_model=encoder_model,
+        representation_size=representation_size,
+        hidden_units=hidden_units,
     )
     flags = dict(run_flags or {})
     with run_record.record_run(model_dir, flags, stage="train_controller"):

@@ -1,0 +1,200 @@
+"""Evaluating a trained controller on fixed-seed real episodes: JSON + one GIF.
+
+    result = evaluate_controller(trained, spec, num_episodes=100, seed=0, out_dir=...)
+    # <out_dir>/evaluation.json: {"mean", "std", "returns" [E], "steps" [E], "seeds" [E], ...,
+    #                             "random_policy": {...} (compare_random=True)}
+    # <out_dir>/episode.gif: episode 0 (seed `seed`), frames as the environment returned them
+
+Episode i uses reset seed `seed + i`; the random policy (uniform over the action box, its
+sampler seeded with the same seed) plays the same seeds for comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+from rl755.common import sharded_io
+from rl755.controller.agent import AgentSpec, run_episodes
+
+log = logging.getLogger(__name__)
+
+
+def random_policy_returns(make_env: Callable, seeds, max_steps: int) -> dict:
+    """Uniform random actions on the given seeds: {"returns" [E], "steps" [E]}."""
+    env = make_env()
+    returns, steps = [], []
+    try:
+        for s in seeds:
+            env.reset(seed=int(s))
+            env.action_space.seed(int(s))
+            total, n = 0.0, 0
+            for _ in range(max_steps):
+                _, r, terminated, truncated, _ = env.step(env.action_space.sample())
+                total += r
+                n += 1
+                if terminated or truncated:
+                    break
+            returns.append(total)
+            steps.append(n)
+    finally:
+        env.close()
+    return {"returns": np.asarray(returns), "steps": np.asarray(steps)}
+
+
+def _stats(returns) -> dict:
+    returns = np.asarray(returns, np.float64)
+    return {
+        "mean": float(returns.mean()),
+        "std": float(returns.std()),
+        "min": float(returns.min()),
+        "max": float(returns.max()),
+    }
+
+
+def save_gif(path: str, frames, fps: int = 30) -> None:
+    """Writes uint8 frames [H, W, C] as a looping GIF, atomically."""
+    import imageio.v2 as imageio
+
+    with sharded_io.atomic_output(path) as tmp:
+        imageio.mimsave(
+            tmp,
+            [np.asarray(f, np.uint8) for f in frames],
+            format="GIF",
+            duration=1000.0 / fps,
+            loop=0,
+        )
+
+
+def evaluate_controller(
+    params: np.ndarray,
+    spec: AgentSpec,
+    num_episodes: int,
+    seed: int,
+    out_dir: str,
+    max_steps: int | None = None,
+    envs_at_once: int = 4,
+    compare_random: bool = False,
+    make_env: Callable | None = None,
+    gif_fps: int = 30,
+    extra: dict | None = None,
+) -> dict:
+    """Plays `num_episodes` episodes (seeds seed, seed+1, ...) with controller `params` [N].
+
+    Writes <out_dir>/evaluation.json and <out_dir>/episode.gif; returns the JSON dict.
+    """
+    if num_episodes < 1:
+        raise ValueError(f"num_episodes must be >= 1, got {num_episodes}.")
+    env_enum = spec.env
+    make_env = make_env or env_enum.make_fn()
+    max_steps = max_steps or env_enum.max_episode_steps or 1000
+    agent = spec.build()
+    params = np.asarray(params, np.float32)
+    if params.shape != (agent.num_params,):
+        raise ValueError(
+            f"The controller has {params.shape} parameters but {spec.controller} on these models "
+            f"(input size {agent.controller.input_size}) needs ({agent.num_params},)."
+        )
+    seeds = np.arange(num_episodes) + int(seed)
+    envs = [make_env() for _ in range(min(envs_at_once, num_episodes))]
+    returns, steps, frames = [], [], None
+    try:
+        for start in range(0, num_episodes, len(envs)):
+            batch = seeds[start : start + len(envs)]
+            out = run_episodes(
+                envs,
+                agent,
+                np.repeat(params[None], len(batch), axis=0),
+                batch,
+                max_steps,
+                record_frames=0 if start == 0 else None,
+            )
+            if start == 0:
+                frames = out["frames"]
+            returns.extend(out["returns"].tolist())
+            steps.extend(out["steps"].tolist())
+            log.info("Evaluated %d/%d episodes.", len(returns), num_episodes)
+    finally:
+        for env in envs:
+            env.close()
+    result = {
+        "environment": env_enum.name,
+        "controller": spec.controller,
+        "encoder": spec.encoder_name,
+        "sequential_model": spec.sequential_model_name,
+        "num_episodes": num_episodes,
+        "seeds": seeds.tolist(),
+        "max_steps": max_steps,
+        "returns": returns,
+        "steps": steps,
+        **_stats(returns),
+        **(extra or {}),
+    }
+    if compare_random:
+        rnd = random_policy_returns(make_env, seeds, max_steps)
+        result["random_policy"] = {
+            "returns": rnd["returns"].tolist(),
+            "steps": rnd["steps"].tolist(),
+            **_stats(rnd["returns"]),
+        }
+    os.makedirs(out_dir, exist_ok=True)
+    save_gif(os.path.join(out_dir, "episode.gif"), frames, fps=gif_fps)
+    with sharded_io.atomic_output(os.path.join(out_dir, "evaluation.json")) as tmp:
+        with open(tmp, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+def run_evaluate_controller(
+    *,
+    controller_dir: str,
+    num_episodes: int,
+    seed: int,
+    out_dir: str,
+    environment: str | None = None,
+    encoder: str | None = None,
+    sequential_model: str | None = None,
+    max_steps: int | None = None,
+    envs_at_once: int = 4,
+    compare_random: bool = False,
+    run_flags: dict | None = None,
+) -> dict:
+    """What scripts/models/evaluate_controller.py runs: loads the trained controller of
+    `controller_dir` (its encoder/sequential model names come from its controller.json unless
+    given), checks the environment, and evaluates it."""
+    from rl755.common import run_record
+    from rl755.controller import resolve, saved
+    from rl755.environments import Environments
+
+    trained = saved.load_trained_controller(controller_dir)
+    if environment and Environments.from_name(environment) != trained.environment:
+        raise ValueError(
+            f"{controller_dir} holds a controller for {trained.environment.name}, not {environment}."
+        )
+    meta = dict(trained.meta)
+    if encoder is not None:
+        meta["encoder"] = encoder
+    if sequential_model is not None:
+        meta["sequential_model"] = sequential_model
+    spec = resolve.spec_for_trained(
+        saved.TrainedController(trained.controller, trained.params, meta)
+    )
+    with run_record.record_run(out_dir, dict(run_flags or {}), stage="evaluate_controller"):
+        return evaluate_controller(
+            trained.params,
+            spec,
+            num_episodes=num_episodes,
+            seed=seed,
+            out_dir=out_dir,
+            max_steps=max_steps,
+            envs_at_once=envs_at_once,
+            compare_random=compare_random,
+            extra={
+                "controller_dir": os.path.abspath(controller_dir),
+                "controller_generation": meta.get("generation"),
+            },
+        )

@@ -1,0 +1,120 @@
+"""Resolving --encoder / --sequential_model / --controller flags into an `AgentSpec`.
+
+    spec = make_agent_spec("CAR_RACING", "LinearController", encoder="raw_rollout_vae_32ld",
+                           sequential_model="mdn_rnn_32ld")
+
+`encoder` and `sequential_model` are names of no-argument functions in
+`rl755.models.<env folder>.saved_models` (trained weights loaded), or "none" (no encoder: the
+controller reads the frame's pixels; no sequential model: a V-only controller on z). An
+encoder training directory can be given instead (`encoder_dir` + `encoder_model`, e.g.
+"vae.Vae", + `representation_size`). Unknown names fail at once, listing the valid ones.
+Everything returned is picklable, so Ray workers build their own models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rl755.common import lookup
+from rl755.controller.agent import AgentSpec
+from rl755.environments import Environments
+from rl755.models.common import controllers as controllers_lib
+
+NONE = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderFromDir:
+    """Picklable constructor: an encoder trained with scripts/models/train_obs_encoder.py."""
+
+    environment: str
+    model_name: str
+    model_dir: str
+    representation_size: int
+
+    def __call__(self):
+        from rl755.models.common.saved_encoders import load_encoder
+
+        return load_encoder(
+            self.environment, self.model_name, self.model_dir, self.representation_size
+        )
+
+
+def saved_model_fn(environment: Environments, name: str, what: str):
+    """A no-argument constructor from rl755.models.<env>.saved_models, or None for "none"."""
+    if name is None or name.strip().lower() == NONE:
+        return None
+    package = environment.folder_module("models")
+    try:
+        fn = lookup.resolve(package, f"saved_models.{name}", what=what)
+    except LookupError as e:
+        raise LookupError(
+            f"{e} (--{what} takes a function name in {package}.saved_models, or 'none'.)"
+        ) from None
+    if not callable(fn):
+        raise LookupError(f"{package}.saved_models.{name} is not a function (--{what}).")
+    return fn
+
+
+def make_agent_spec(
+    environment: str | Environments,
+    controller: str,
+    encoder: str = NONE,
+    sequential_model: str = NONE,
+    encoder_dir: str | None = None,
+    encoder_model: str | None = None,
+    representation_size: int | None = None,
+    hidden_units: int | None = None,
+) -> AgentSpec:
+    """Strictly resolves names (no models are built here); see the module docstring."""
+    env = Environments.from_name(environment)
+    controllers_lib.get_controller_class(controller)  # fail fast on unknown names
+    if encoder_dir:
+        if not (encoder_model and representation_size):
+            raise ValueError(
+                "--encoder_dir needs --encoder_model (e.g. vae.Vae) and " "--representation_size."
+            )
+        encoder_fn = EncoderFromDir(env.name, encoder_model, encoder_dir, int(representation_size))
+        encoder_name = f"dir:{encoder_model}:{int(representation_size)}:{encoder_dir}"
+    else:
+        encoder_fn = saved_model_fn(env, encoder, "encoder")
+        encoder_name = encoder or NONE
+    seq_fn = saved_model_fn(env, sequential_model, "sequential_model")
+    if seq_fn is not None and encoder_fn is None:
+        raise ValueError("--sequential_model needs an encoder (--encoder or --encoder_dir).")
+    kwargs = ()
+    if controller == "HiddenLayerController" and hidden_units:
+        kwargs = (("hidden_units", int(hidden_units)),)
+    return AgentSpec(
+        environment=env.name,
+        controller=controller,
+        controller_kwargs=kwargs,
+        encoder_fn=encoder_fn,
+        sequential_model_fn=seq_fn,
+        encoder_name=encoder_name,
+        sequential_model_name=sequential_model or NONE,
+    )
+
+
+def spec_for_trained(trained, encoder_fn=None, sequential_model_fn=None) -> AgentSpec:
+    """The AgentSpec of a loaded `saved.TrainedController`, resolving its saved model names
+    unless constructors are given."""
+    meta = trained.meta
+    env = Environments.from_name(meta["environment"])
+    if encoder_fn is None and meta["encoder"] != NONE:
+        if meta["encoder"].startswith("dir:"):  # "dir:<model name>:<Z>:<encoder dir>"
+            _, model_name, size, model_dir = meta["encoder"].split(":", 3)
+            encoder_fn = EncoderFromDir(env.name, model_name, model_dir, int(size))
+        else:
+            encoder_fn = saved_model_fn(env, meta["encoder"], "encoder")
+    if sequential_model_fn is None and meta["sequential_model"] != NONE:
+        sequential_model_fn = saved_model_fn(env, meta["sequential_model"], "sequential_model")
+    return AgentSpec(
+        environment=env.name,
+        controller=meta["controller"],
+        controller_kwargs=tuple(sorted(meta["controller_kwargs"].items())),
+        encoder_fn=encoder_fn,
+        sequential_model_fn=sequential_model_fn,
+        encoder_name=meta["encoder"],
+        sequential_model_name=meta["sequential_model"],
+    )

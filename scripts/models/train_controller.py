@@ -1,0 +1,97 @@
+"""Stage 5: train a controller with CMA-ES, in the real environment or inside the model.
+
+World Models CarRacing (paper settings; 64 workers):
+
+    python scripts/models/train_controller.py --environment=CAR_RACING \
+        --model_dir=$HOME/rl755_models/car_racing/controller_vae_mdnrnn \
+        --encoder=raw_rollout_vae_32ld --sequential_model=<saved_models name> \
+        --controller=LinearController --mode=real --cma_population_size=64 \
+        --cma_trials_per_member=16 --cma_generations=1800 --parallelism=64 \
+        --eval_every=25 --eval_episodes=1024
+
+`--mode=dream` evaluates the population inside the sequential model (needs reward/done
+heads) at `--temperature`. Rerun the same command to resume. Library:
+rl755.controller.cma_train.run_train_controller.
+"""
+
+from absl import app, flags
+
+from rl755.common import tf_setup
+
+tf_setup.quiet()
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACING.")
+flags.DEFINE_string("model_dir", None, "Output dir: checkpoint, controller, TensorBoard, PNG.")
+flags.DEFINE_string("encoder", "none", "Function in rl755.models.<env>.saved_models, or none.")
+flags.DEFINE_string("encoder_dir", None, "Instead of --encoder: a train_obs_encoder model_dir.")
+flags.DEFINE_string("encoder_model", None, "With --encoder_dir: the model name, e.g. vae.Vae.")
+flags.DEFINE_integer("representation_size", None, "With --encoder_dir: its Z.")
+flags.DEFINE_string(
+    "sequential_model", "none", "Function in rl755.models.<env>.saved_models, or none (V only)."
+)
+flags.DEFINE_string("controller", "LinearController", "LinearController | HiddenLayerController.")
+flags.DEFINE_integer("hidden_units", 40, "HiddenLayerController's hidden units.")
+flags.DEFINE_enum("mode", "real", ["real", "dream"], "Where the population is evaluated.")
+flags.DEFINE_integer("cma_population_size", 64, "CMA-ES population size P.")
+flags.DEFINE_integer("cma_trials_per_member", 16, "Episodes per member per generation T.")
+flags.DEFINE_integer("cma_generations", 100, "Total generations (a resumed run continues).")
+flags.DEFINE_float("sigma", 0.1, "CMA-ES initial step size.")
+flags.DEFINE_integer("seed", 0, "Base seed (trial seeds, CMA-ES sampling, eval seeds).")
+flags.DEFINE_integer("rollout_max_steps", 1000, "Step limit per episode (real and dream).")
+flags.DEFINE_float("temperature", 1.0, "Dream sampling temperature.")
+flags.DEFINE_integer("dream_initial_states", 256, "Encoded real reset frames to start dreams.")
+flags.DEFINE_integer("eval_every", 25, "Real evaluation of the best member every N gens (0=off).")
+flags.DEFINE_integer("eval_episodes", 16, "Episodes of that evaluation.")
+flags.DEFINE_integer("parallelism", 2, "Ray workers for real episodes (0: in-process, no Ray).")
+flags.DEFINE_integer("envs_per_worker", 4, "Environments per worker stepped with batched nets.")
+flags.DEFINE_integer("threads_per_worker", 1, "TF threads (and Ray CPUs) per worker.")
+flags.DEFINE_string("ray_address", None, "Join this Ray cluster ('auto', host:port).")
+flags.DEFINE_float("trial_timeout_s", 600.0, "A batch of episodes slower than this is re-run.")
+flags.DEFINE_integer("max_worker_failures", 3, "Failures of one batch before the run stops.")
+for _name in ("environment", "model_dir"):
+    flags.mark_flag_as_required(_name)
+
+
+def main(argv):
+    del argv
+    from rl755.common import run_record
+    from rl755.controller.cma_train import CmaConfig, PoolConfig, run_train_controller
+
+    run_train_controller(
+        environment=FLAGS.environment,
+        model_dir=FLAGS.model_dir,
+        encoder=FLAGS.encoder,
+        sequential_model=FLAGS.sequential_model,
+        controller=FLAGS.controller,
+        hidden_units=FLAGS.hidden_units,
+        encoder_dir=FLAGS.encoder_dir,
+        encoder_model=FLAGS.encoder_model,
+        representation_size=FLAGS.representation_size,
+        cma_config=CmaConfig(
+            mode=FLAGS.mode,
+            population_size=FLAGS.cma_population_size,
+            trials_per_member=FLAGS.cma_trials_per_member,
+            generations=FLAGS.cma_generations,
+            rollout_max_steps=FLAGS.rollout_max_steps,
+            sigma=FLAGS.sigma,
+            seed=FLAGS.seed,
+            temperature=FLAGS.temperature,
+            eval_every=FLAGS.eval_every,
+            eval_episodes=FLAGS.eval_episodes,
+            dream_initial_states=FLAGS.dream_initial_states,
+        ),
+        pool=PoolConfig(
+            parallelism=FLAGS.parallelism,
+            envs_per_worker=FLAGS.envs_per_worker,
+            ray_address=FLAGS.ray_address,
+            trial_timeout_s=FLAGS.trial_timeout_s,
+            max_worker_failures=FLAGS.max_worker_failures,
+            threads_per_worker=FLAGS.threads_per_worker,
+        ),
+        run_flags=run_record.flags_dict(),
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)
