@@ -1,0 +1,43 @@
+"""Trained FAKE_PIXELS models (tests and smoke runs), each a no-argument function.
+
+Weights: `<models_dir>/fake/<function name>/model-XXX.weights.h5` (see rl755.common.config);
+the newest complete checkpoint is loaded.
+"""
+
+from __future__ import annotations
+
+from rl755.common import config
+from rl755.environments import Environments
+from rl755.models.common.saved_encoders import load_encoder
+
+ENV = Environments.FAKE_PIXELS
+
+
+def _model_dir(name: str) -> str:
+    return str(config.env_models_dir(ENV.folder_name) / name)
+
+
+# ==== Observation encoders (stage 2) ===========================================================
+def raw_rollout_vae_4ld():
+    """The tiny ConvVAE (rl755.models.fake.vae.Vae), Z = 4, trained on fake raw rollouts:
+
+        python scripts/models/train_obs_encoder.py --environment=FAKE_PIXELS --model=vae.Vae \
+            --model_dir=<models_dir>/fake/raw_rollout_vae_4ld --train_steps=300 \
+            --batch_size=32 --representation_size=4 --save_every_n_steps=100 \
+            --obs_sampled_per_rollout=10 --learning_rate=3e-3
+
+    on `<data_dir>/fake/raw_rollouts/rollouts-{train,validation}*.tfrecord-*`.
+    """
+    name = "raw_rollout_vae_4ld"
+    return load_encoder(
+        ENV,
+        "vae.Vae",
+        _model_dir(name),
+        representation_size=4,
+        how_to_train=(
+            "python scripts/models/train_obs_encoder.py --environment=FAKE_PIXELS --model=vae.Vae "
+            f"--model_dir={_model_dir(name)} --train_steps=300 --batch_size=32 "
+            "--representation_size=4 --save_every_n_steps=100 --obs_sampled_per_rollout=10 "
+            "--learning_rate=3e-3"
+        ),
+    )
