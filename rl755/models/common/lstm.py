@@ -18,6 +18,7 @@ import tensorflow as tf
 class LstmBackbone(keras.layers.Layer):
     def __init__(self, units: int = 256, **kw):
         super().__init__(**kw)
+        self.supports_masking = True  # inputs may carry a Keras mask; masking is explicit here
         self.units = int(units)
         self.lstm = keras.layers.LSTM(self.units, return_sequences=True, name="lstm")
 

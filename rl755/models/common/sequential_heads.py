@@ -26,6 +26,7 @@ class DeterministicHead(keras.layers.Layer):
 
     def __init__(self, representation_size: int, **kwargs):
         super().__init__(**kwargs)
+        self.supports_masking = True  # inputs may carry a Keras mask; masking is explicit here
         self.representation_size = int(representation_size)
         self.dense = keras.layers.Dense(self.representation_size, name="z")
 
@@ -57,6 +58,7 @@ class MixtureDensityHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.supports_masking = True  # inputs may carry a Keras mask; masking is explicit here
         self.representation_size = int(representation_size)
         self.num_components = int(num_components)
         self.min_scale = float(min_scale)

@@ -50,6 +50,7 @@ class HeadedSequentialModel(SequentialModel):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.supports_masking = True  # inputs may carry a Keras mask; masking is explicit here
         self.backbone = backbone
         self.z_head = z_head
         self._representation_size = int(representation_size)

@@ -43,6 +43,7 @@ class SlidingWindowAttention(keras.layers.Layer):
 
     def __init__(self, num_heads: int, key_dim: int, window: int, dropout: float = 0.0, **kw):
         super().__init__(**kw)
+        self.supports_masking = True
         self.num_heads, self.key_dim, self.window = int(num_heads), int(key_dim), int(window)
         self.dropout_rate = float(dropout)
         self.slopes = tf.constant(alibi_slopes(self.num_heads))  # [h]
@@ -103,6 +104,7 @@ class TransformerBlock(keras.layers.Layer):
 
     def __init__(self, num_heads, key_dim, window, intermediate_dim, dropout=0.0, **kw):
         super().__init__(**kw)
+        self.supports_masking = True
         self.attention = SlidingWindowAttention(num_heads, key_dim, window, dropout, name="attn")
         self.norm1 = keras.layers.LayerNormalization(epsilon=1e-5, name="norm1")
         self.norm2 = keras.layers.LayerNormalization(epsilon=1e-5, name="norm2")
@@ -145,6 +147,7 @@ class CausalTransformer(keras.layers.Layer):
         **kw,
     ):
         super().__init__(**kw)
+        self.supports_masking = True  # inputs may carry a Keras mask; masking is explicit here
         if model_dim % num_heads:
             raise ValueError(f"model_dim {model_dim} must be divisible by num_heads {num_heads}.")
         if window <= 0:

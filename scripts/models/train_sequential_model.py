@@ -1,0 +1,93 @@
+"""Trains a sequential model on encoded rollouts (stage 4); rerun with the same --model_dir to resume.
+
+    python scripts/models/train_sequential_model.py --environment=CAR_RACING \
+        --model=mdn_rnn.mdn_rnn --rollouts_dataset=VaeEncodedRollouts \
+        --model_dir=$HOME/rl755_models/car_racing/mdn_rnn --train_steps=20000 \
+        --batch_size=100 --sequence_length=32 --learning_rate=1e-3
+
+Uses every visible GPU (MirroredStrategy); under `srun` with several tasks, every task
+joins one MultiWorkerMirroredStrategy (TF's SlurmClusterResolver). See README section 4.
+"""
+
+from absl import app, flags
+
+from rl755.common import tf_setup
+
+tf_setup.quiet()
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "Where checkpoints, TensorBoard logs and run records go.")
+flags.DEFINE_integer("train_steps", None, "Total number of training steps (batches).")
+flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACING.")
+flags.DEFINE_string(
+    "model",
+    None,
+    "rl755.models.<env folder>.<model>, e.g. transformer.base_deterministic_transformer.",
+)
+flags.DEFINE_string(
+    "rollouts_dataset",
+    None,
+    "rl755.data.<env folder>.encoded_rollouts.<name>, e.g. VaeEncodedRollouts.",
+)
+flags.DEFINE_integer("batch_size", None, "Sequences per global batch (split across devices).")
+flags.DEFINE_integer("sequence_length", None, "Length of the training slices.")
+flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate (constant).")
+flags.DEFINE_bool(
+    "sample_observations",
+    False,
+    "Sample z_t ~ N(mean, std) from the stored VAE posteriors instead of using the means.",
+)
+flags.DEFINE_bool("difference_targets", False, "Predict z_{t+1} - z_t instead of z_{t+1}.")
+flags.DEFINE_integer("save_every_n_steps", 1000, "Checkpoint (and validate) every this many steps.")
+flags.DEFINE_integer(
+    "validation_steps", 10, "Validation batches at each checkpoint (0: no validation)."
+)
+flags.DEFINE_bool(
+    "check_numerics", False, "tf.debugging.enable_check_numerics: stop at the first NaN/Inf op."
+)
+flags.DEFINE_string(
+    "rollouts_pattern",
+    None,
+    "Optional glob with '{split}' overriding where --rollouts_dataset reads its shards.",
+)
+flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size (default: TF's own).")
+
+for _name in (
+    "model_dir",
+    "train_steps",
+    "environment",
+    "model",
+    "rollouts_dataset",
+    "batch_size",
+    "sequence_length",
+):
+    flags.mark_flag_as_required(_name)
+
+
+def main(argv):
+    del argv
+    from rl755.common import run_record
+    from rl755.models.common.train_sequential import train_from_names
+
+    train_from_names(
+        model_dir=FLAGS.model_dir,
+        train_steps=FLAGS.train_steps,
+        environment=FLAGS.environment,
+        model=FLAGS.model,
+        rollouts_dataset=FLAGS.rollouts_dataset,
+        batch_size=FLAGS.batch_size,
+        sequence_length=FLAGS.sequence_length,
+        learning_rate=FLAGS.learning_rate,
+        sample_observations=FLAGS.sample_observations,
+        difference_targets=FLAGS.difference_targets,
+        save_every_n_steps=FLAGS.save_every_n_steps,
+        validation_steps=FLAGS.validation_steps,
+        check_numerics=FLAGS.check_numerics,
+        rollouts_pattern=FLAGS.rollouts_pattern,
+        num_threads=FLAGS.num_threads,
+        flags=run_record.flags_dict(),
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)

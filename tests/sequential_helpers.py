@@ -1,0 +1,59 @@
+"""Helpers for the sequential-model tests: tiny encoded-rollout datasets on disk and in memory."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from rl755.common import sharded_io
+from rl755.common.structs import Rollout
+
+Z, A = 4, 3
+
+
+def encoded_rollout(rng, steps, done=False):
+    return Rollout(
+        obs_l=[rng.normal(size=Z).astype(np.float32) for _ in range(steps)],
+        action_l=[rng.uniform(-1, 1, A).astype(np.float32) for _ in range(steps)],
+        reward_l=list(rng.normal(size=steps)),
+        done=done,
+        obs_std_l=[np.full(Z, 0.3, np.float32) for _ in range(steps)],
+    )
+
+
+def write_encoded_dataset(directory, rollouts_per_split=4, steps=12, seed=0):
+    """Writes encoded-{train,validation} shards + dataset_info.json (FAKE_PIXELS, Z=4)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for split in ("train", "validation"):
+        rollouts = [encoded_rollout(rng, steps, done=i % 2 == 0) for i in range(rollouts_per_split)]
+        path = directory / sharded_io.shard_name(f"encoded-{split}", 0, 1)
+        sharded_io.write_tfrecord(str(path), [r.serialize() for r in rollouts], "GZIP")
+    sharded_io.write_dataset_info(
+        str(directory),
+        {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True},
+    )
+    return directory
+
+
+def fixed_slices(n=8, length=6, seed=0, z=Z, a=A, poison=False):
+    """A deterministic in-memory dataset_fn: the same n slices, repeated, in order."""
+    rng = np.random.default_rng(seed)
+    data = {
+        "inputs": rng.normal(size=(n, length, z + a)).astype(np.float32),
+        "targets": rng.normal(size=(n, length, z)).astype(np.float32),
+        "rewards": rng.normal(size=(n, length)).astype(np.float32),
+        "dones": (rng.uniform(size=(n, length)) < 0.2).astype(np.float32),
+        "mask": np.ones((n, length), np.float32),
+        "target_mask": np.ones((n, length), np.float32),
+    }
+    data["mask"][1, -2:] = 0.0  # some padding
+    data["target_mask"][1, -3:] = 0.0
+    if poison:
+        data["targets"][:] = np.inf
+
+    def dataset_fn(split):
+        del split
+        return tf.data.Dataset.from_tensor_slices(data).repeat()
+
+    return dataset_fn

@@ -1,0 +1,195 @@
+"""Sequential models: incremental `step` == full forward pass, window semantics, MDN-RNN
+numerics and sampling, heads and losses."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rl755.models.common import sequential_models as sm
+from rl755.models.common.sequential import SequentialModel
+from rl755.models.common.sequential_heads import MixtureDensityHead
+from rl755.models.fake import lstm as fake_lstm
+from rl755.models.fake import mdn_rnn as fake_mdn
+from rl755.models.fake import transformer as fake_transformer
+
+Z, A = 4, 3
+
+MODELS = {
+    "transformer": lambda: fake_transformer.base_deterministic_transformer_with_heads(window=4),
+    "lstm": fake_lstm.deterministic_lstm_with_heads,
+    "mdn_rnn": fake_mdn.mdn_rnn_with_heads,
+}
+
+
+def _run_steps(model, x):
+    state = model.initial_state(x.shape[0])
+    hs = []
+    for t in range(x.shape[1]):
+        h, state = model.step(x[:, t, :Z], x[:, t, Z:], state)
+        hs.append(h.numpy())
+    return np.stack(hs, axis=1)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_step_matches_full_sequence(name):
+    tf.keras.utils.set_random_seed(0)
+    model = MODELS[name]()
+    assert isinstance(model, SequentialModel)
+    x = tf.random.normal([3, 11, Z + A])  # 11 > window 4: crosses the transformer's window
+    full = model(x)["hidden"].numpy()
+    np.testing.assert_allclose(_run_steps(model, x), full, atol=2e-5)
+    for t in (0, 5, -1):
+        np.testing.assert_allclose(
+            model.get_hidden_representation(x, position=t).numpy(), full[:, t], atol=1e-6
+        )
+
+
+def test_one_layer_window_equals_recomputing_last_window():
+    """Documented semantics: a layer attends to the last `window` inputs, positions are
+    relative, so a 1-layer model's h_t is exactly a fresh pass over x[t-W+1 .. t]."""
+    tf.keras.utils.set_random_seed(1)
+    w = 4
+    model = sm.deterministic_transformer(Z, A, num_layers=1, model_dim=8, num_heads=2, window=w)
+    x = tf.random.normal([2, 10, Z + A])
+    stepped = _run_steps(model, x)
+    for t in range(w, 10):
+        recomputed = model.get_hidden_representation(x[:, t - w + 1 : t + 1]).numpy()
+        np.testing.assert_allclose(stepped[:, t], recomputed, atol=2e-5)
+
+
+def test_transformer_receptive_field_is_bounded():
+    tf.keras.utils.set_random_seed(2)
+    w, layers = 3, 2
+    model = sm.deterministic_transformer(
+        Z, A, num_layers=layers, model_dim=8, num_heads=2, window=w
+    )
+    x = np.random.default_rng(0).normal(size=(1, 12, Z + A)).astype(np.float32)
+    h = model.get_hidden_representation(x).numpy()
+    reach = layers * (w - 1)  # inputs further back than this cannot influence h_T
+    far = x.copy()
+    far[:, : 12 - 1 - reach] += 100.0
+    np.testing.assert_allclose(model.get_hidden_representation(far).numpy(), h, atol=1e-5)
+    near = x.copy()
+    near[:, 12 - 1 - reach] += 100.0
+    assert np.abs(model.get_hidden_representation(near).numpy() - h).max() > 1e-3
+
+
+def test_mdn_loss_finite_on_extreme_outputs_and_targets():
+    head = MixtureDensityHead(Z, num_components=5)
+    shape = [2, 3, Z, 5]
+    extreme = {
+        "mdn_logits": tf.fill(shape, 1e4) * tf.sign(tf.random.normal(shape)),
+        "mdn_locs": tf.fill(shape, -1e6),
+        "mdn_scales": head.min_scale + tf.nn.softplus(tf.fill(shape, -1e4)),
+    }
+    targets = tf.fill([2, 3, Z], 1e6)
+    loss = head.per_position_loss(targets, extreme).numpy()
+    assert np.all(np.isfinite(loss))
+    # Perfect predictions cannot push the loss to -inf: bounded by the minimum scale.
+    perfect = dict(extreme, mdn_locs=tf.fill(shape, 1e6))
+    low = head.per_position_loss(targets, perfect).numpy()
+    assert np.all(np.isfinite(low)) and np.all(low >= np.log(head.min_scale) - 1.0)
+
+
+def test_mdn_rnn_loss_and_gradients_finite_on_extreme_inputs():
+    model = fake_mdn.mdn_rnn_with_heads()
+    x = tf.concat([tf.fill([2, 5, Z], 1e5), tf.fill([2, 5, A], -1e5)], axis=-1)
+    batch = {
+        "targets": tf.fill([2, 5, Z], -1e5),
+        "rewards": tf.fill([2, 5], 1e3),
+        "dones": tf.ones([2, 5]),
+        "mask": tf.ones([2, 5]),
+        "target_mask": tf.ones([2, 5]),
+    }
+    with tf.GradientTape() as tape:
+        loss = model.get_loss_fn()(batch, model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    assert np.isfinite(loss.numpy())
+    assert all(np.all(np.isfinite(g.numpy())) for g in grads)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 2.0])
+def test_mdn_samples_match_mixture_moments(temperature):
+    head = MixtureDensityHead(1, num_components=2)
+    out = {
+        "mdn_logits": tf.constant([[[0.0, np.log(3.0)]]]),  # weights 0.25, 0.75
+        "mdn_locs": tf.constant([[[-2.0, 1.0]]]),
+        "mdn_scales": tf.constant([[[0.5, 1.0]]]),
+    }
+    n = 40000
+    tiled = {k: tf.tile(v, [n, 1, 1]) for k, v in out.items()}
+    s = head.sample(tiled, temperature=temperature, seed=[1, 2]).numpy()[:, 0]
+    w = np.exp(np.array([0.0, np.log(3.0)]) / temperature)
+    w /= w.sum()
+    mu, var = np.array([-2.0, 1.0]), np.array([0.25, 1.0]) * temperature
+    mean = (w * mu).sum()
+    variance = (w * (var + mu**2)).sum() - mean**2
+    assert abs(s.mean() - mean) < 0.03
+    assert abs(s.var() - variance) / variance < 0.04
+    with pytest.raises(ValueError, match="temperature"):
+        head.sample(out, temperature=0.0)
+
+
+def test_deterministic_sample_next_and_difference_targets():
+    model = fake_lstm.deterministic_lstm_with_heads()
+    h, _ = model.step(tf.zeros([2, Z]), tf.zeros([2, A]), model.initial_state(2))
+    pred = model.predict_from_hidden(h)
+    nxt = model.sample_next(h, temperature=5.0)
+    np.testing.assert_allclose(nxt["z"], pred["z"])
+    np.testing.assert_allclose(nxt["done_prob"], tf.sigmoid(pred["done_logits"]))
+    np.testing.assert_allclose(nxt["reward"], pred["reward"])
+    model.difference_targets = True
+    with pytest.raises(ValueError, match="pass the current z"):
+        model.sample_next(h)
+    z = tf.ones([2, Z])
+    np.testing.assert_allclose(model.sample_next(h, z=z)["z"], pred["z"] + 1.0, rtol=1e-6)
+    # Without heads, reward and done_prob are zeros.
+    plain = fake_lstm.deterministic_lstm()
+    h, _ = plain.step(tf.zeros([2, Z]), tf.zeros([2, A]), plain.initial_state(2))
+    assert not plain.has_reward_head
+    np.testing.assert_array_equal(plain.sample_next(h)["done_prob"], [0.0, 0.0])
+
+
+def test_loss_is_masked_and_weighted():
+    model = fake_transformer.base_deterministic_transformer_with_heads(done_pos_weight=3.0)
+    x = tf.random.normal([2, 4, Z + A])
+    preds = model(x)
+    mask = tf.constant([[1.0, 1, 1, 0], [1, 1, 0, 0]])
+    target_mask = tf.constant([[1.0, 1, 0, 0], [1, 0, 0, 0]])
+    targets = np.random.default_rng(0).normal(size=(2, 4, Z)).astype(np.float32)
+    targets[target_mask.numpy() == 0] = np.inf  # padding must not leak NaN/Inf into the loss
+    batch = {"targets": targets, "rewards": tf.ones([2, 4]), "dones": tf.zeros([2, 4])}
+    batch.update(mask=mask, target_mask=target_mask)
+    loss = model.get_loss_fn()(batch, preds).numpy()
+    m, tm = mask.numpy() == 1, target_mask.numpy() == 1
+    z_term = np.mean(((preds["z"].numpy() - targets) ** 2).mean(-1)[tm])
+    r_term = np.mean(((preds["reward"].numpy() - 1.0) ** 2)[m])
+    d_term = np.mean(tf.nn.softplus(preds["done_logits"]).numpy()[m])  # labels 0
+    np.testing.assert_allclose(loss, z_term + r_term + d_term, rtol=1e-5)
+
+
+def test_lstm_mask_carries_state_through_padding():
+    model = fake_lstm.deterministic_lstm()
+    x = tf.random.normal([1, 5, Z + A])
+    mask = tf.constant([[1.0, 1.0, 1.0, 0.0, 0.0]])
+    h = model.get_hidden_representation(x, mask=mask, position=-1)
+    np.testing.assert_allclose(h, model.get_hidden_representation(x[:, :3]), atol=1e-6)
+
+
+def test_wrong_input_size_is_explained():
+    model = fake_lstm.deterministic_lstm()
+    with pytest.raises(ValueError, match=r"Z=4, A=3"):
+        model(tf.zeros([1, 2, Z + A + 1]))
+
+
+def test_car_racing_models_have_paper_sizes():
+    from rl755.models.car_racing import lstm, mdn_rnn, transformer
+
+    mdn = mdn_rnn.mdn_rnn().ensure_built()
+    assert mdn.count_params() == 422_368  # World Models MDN-RNN, Z=32, LSTM 256, 5 mixtures
+    assert mdn.hidden_size == 256 and mdn.representation_size == 32 and mdn.action_size == 3
+    assert lstm.deterministic_lstm().hidden_size == 256
+    base = transformer.base_deterministic_transformer()
+    assert base.hidden_size == 256 and base.backbone.window == 128
+    heads = transformer.base_deterministic_transformer_with_heads()
+    assert heads.has_reward_head and heads.has_done_head
