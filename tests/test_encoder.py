@@ -1,0 +1,166 @@
+"""Stage 2: the ConvVAE, encoder training (fit, resume, fail fast) and saved encoders."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from encoder_helpers import fake_rollout, pattern, save_untrained_vae, write_raw_rollouts
+
+from rl755.models.common import checkpoints
+from rl755.models.common.saved_encoders import load_encoder
+from rl755.models.common.train_encoder import (
+    NonFiniteLossError,
+    _StopOnNonFiniteLoss,
+    train_obs_encoder,
+)
+
+
+@pytest.fixture(scope="module")
+def raw_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("raw")
+    write_raw_rollouts(d, "train", num_files=2, per_file=3, seed=1)
+    write_raw_rollouts(d, "validation", num_files=1, per_file=2, seed=2, compression="GZIP")
+    return d
+
+
+def _train(model_dir, raw_dir, steps, **kw):
+    args = dict(
+        model_dir=str(model_dir),
+        train_steps=steps,
+        environment="FAKE_PIXELS",
+        model="vae.Vae",
+        batch_size=16,
+        representation_size=4,
+        save_every_n_steps=20,
+        obs_sampled_per_rollout=10,
+        learning_rate=3e-3,
+        validation_steps=1,
+        rollouts_pattern=pattern(raw_dir),
+        verbose=0,
+    )
+    args.update(kw)
+    return train_obs_encoder(**args)
+
+
+def test_car_racing_vae_matches_the_paper():
+    from rl755.models.car_racing.vae import Vae
+
+    vae = Vae(representation_size=32, obs_sampled_per_rollout=100).build_for_frames()
+    assert vae.count_params() == 4_348_547
+    frames = tf.zeros((2, 96, 96, 3), tf.uint8)
+    z, extras = vae.compute_full_representation(frames)
+    assert z.shape == (2, 32) and extras["std_devs"].shape == (2, 32)
+    assert vae.decode(z).shape == (2, 64, 64, 3)
+    assert vae.preprocess(frames).shape == (2, 64, 64, 3)  # rows 0:84 cropped, resized
+    # KL tolerance: a posterior equal to the prior still costs 0.5 * Z.
+    assert float(vae.kl_loss(tf.zeros((1, 32)), tf.ones((1, 32)))) == pytest.approx(16.0)
+
+
+def test_custom_training_loop_lowers_the_loss():
+    from rl755.models.fake.vae import Vae
+
+    tf.random.set_seed(0)
+    frames = tf.constant(np.stack([fake_rollout(s).obs_l[0] for s in range(16)]))
+    vae = Vae(representation_size=4).build_for_frames()
+    opt = tf.keras.optimizers.Adam(3e-3)
+    losses = []
+    for _ in range(30):
+        with tf.GradientTape() as tape:
+            loss = vae.total_loss(frames)
+        opt.apply_gradients(
+            zip(tape.gradient(loss, vae.trainable_variables), vae.trainable_variables)
+        )
+        losses.append(float(loss))
+    assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])
+
+
+def test_training_saves_resumes_and_stops_when_done(tmp_path, raw_dir):
+    model_dir = tmp_path / "vae"
+    first = _train(model_dir, raw_dir, 40)
+    assert first.step == 40 and len(first.train_losses) == 2
+    assert first.train_losses[-1] < 0.7 * first.train_losses[0]  # the loss falls
+    assert len(first.validation_losses) == 2
+    for n in (1, 2):
+        assert (model_dir / f"model-{n:03d}.weights.h5").exists()
+        assert (model_dir / f"model-{n:03d}.reconstructions.png").exists()
+        info = json.loads((model_dir / f"model-{n:03d}.json").read_text())
+        assert info["step"] == 20 * n and info["representation_size"] == 4
+    assert os.listdir(model_dir / "logs") and os.listdir(model_dir / "runs")
+    assert not [f for f in os.listdir(model_dir) if ".tmp-" in f]
+
+    # A rerun with more steps resumes: checkpoint 3 at step 50 (a 10-step remainder), and the
+    # step counter comes from the restored optimizer state.
+    second = _train(model_dir, raw_dir, 50)
+    assert second.step == 50
+    ckpt = checkpoints.newest_complete_checkpoint(str(model_dir))
+    assert ckpt.number == 3 and ckpt.step == 50
+
+    # Fewer steps than done: nothing happens.
+    third = _train(model_dir, raw_dir, 30)
+    assert third.already_done and third.step == 50
+    assert checkpoints.newest_complete_checkpoint(str(model_dir)).number == 3
+
+    # An incomplete checkpoint (weights without its .json) is not resumed from.
+    shutil.copy(model_dir / "model-003.weights.h5", model_dir / "model-004.weights.h5")
+    assert checkpoints.newest_complete_checkpoint(str(model_dir)).number == 3
+
+
+def test_training_fails_fast_on_bad_input(tmp_path, raw_dir):
+    with pytest.raises(FileNotFoundError, match="rollouts_pattern"):
+        _train(tmp_path / "a", tmp_path / "nothing_here", 10)
+    with pytest.raises(ValueError, match=r"shape \(16, 16, 3\).*CAR_RACING"):
+        _train(tmp_path / "b", raw_dir, 10, environment="CAR_RACING")
+    with pytest.raises(LookupError, match="vae"):
+        _train(tmp_path / "c", raw_dir, 10, model="nope.Vae")
+    only_train = tmp_path / "only_train"
+    write_raw_rollouts(only_train, "train", 1, 1)
+    with pytest.raises(FileNotFoundError, match="validation_steps=0"):
+        _train(tmp_path / "d", only_train, 10)
+    # Resuming into a directory of another representation size is refused.
+    save_untrained_vae(tmp_path / "e", representation_size=4)
+    with pytest.raises(ValueError, match="representation_size"):
+        _train(tmp_path / "e", raw_dir, 10, representation_size=8)
+    assert not (tmp_path / "a").exists()
+
+
+def test_non_finite_loss_stops_with_a_clear_message(tmp_path):
+    vae = save_untrained_vae(tmp_path / "m")
+    vae.compile(optimizer="adam", loss=vae.get_loss_fn())
+    cb = _StopOnNonFiniteLoss(str(tmp_path / "m"))
+    cb.set_model(vae)
+    cb.on_train_batch_end(0, {"loss": 1.0})
+    with pytest.raises(NonFiniteLossError, match="learning_rate"):
+        cb.on_train_batch_end(1, {"loss": float("nan")})
+
+
+def test_saved_models_and_wrong_checkpoints(tmp_path):
+    from rl755.common import config
+    from rl755.models.fake import saved_models
+
+    with pytest.raises(FileNotFoundError, match="train_obs_encoder.py"):
+        saved_models.raw_rollout_vae_4ld()
+    trained = save_untrained_vae(config.env_models_dir("fake") / "raw_rollout_vae_4ld", seed=3)
+    loaded = saved_models.raw_rollout_vae_4ld()
+    frames = tf.constant(np.stack(fake_rollout(5).obs_l[:3]))
+    np.testing.assert_allclose(
+        loaded.compute_representation(frames), trained.compute_representation(frames), atol=1e-6
+    )
+    model_dir = config.env_models_dir("fake") / "raw_rollout_vae_4ld"
+    with pytest.raises(ValueError, match="representation_size=4.*representation_size=8"):
+        load_encoder("FAKE_PIXELS", "vae.Vae", model_dir, representation_size=8)
+    # Without the .json beside it, the shapes themselves are compared.
+    loose = tmp_path / "copied.weights.h5"
+    shutil.copy(model_dir / "model-001.weights.h5", loose)
+    with pytest.raises(ValueError, match=r"copied\.weights\.h5.*\(64, 8\).*\(64, 4\)"):
+        load_encoder(
+            "FAKE_PIXELS", "vae.Vae", tmp_path, representation_size=8, checkpoint=str(loose)
+        )
+    with pytest.raises(ValueError, match=r"CAR_RACING vae\.Vae.*\(4, 4, 3, 32\)"):
+        load_encoder(
+            "CAR_RACING", "vae.Vae", tmp_path, representation_size=4, checkpoint=str(loose)
+        )
