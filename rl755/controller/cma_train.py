@@ -18,7 +18,7 @@ are shared by all members of the generation; its fitness is the mean return. The
 
 Every `eval_every` generations the generation's best member plays `eval_episodes` real
 episodes on fixed seeds. Rerunning with the same `model_dir` resumes the generation count
-and CMA-ES state exactly (the sampling of generation g is seeded by (seed, g)).
+and CMA-ES state exactly (CMA-ES's sampling in generation g is seeded by (seed, g)).
 """
 
 from __future__ import annotations
@@ -305,7 +305,10 @@ def train_controller(
 
         for gen in range(start, cfg.generations):
             t0 = time.monotonic()
-            np.random.seed(int(_seeds(cfg.seed, 4, gen, n=1)[0]))  # cma samples from np.random
+            # CMA-ES samples with opts["randn"]; a per-generation generator makes generation g
+            # the same whether the run was resumed or not (an unpickled default randn would be
+            # bound to a copy of numpy's global RandomState, not the live one).
+            es.opts["randn"] = np.random.RandomState(int(_seeds(cfg.seed, 4, gen, n=1)[0])).randn
             solutions = es.ask()
             params = np.asarray(solutions, np.float32)  # [P, N]
             if cfg.mode == "real":

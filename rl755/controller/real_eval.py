@@ -125,6 +125,31 @@ class RealEvaluator:
         for _ in range(self.parallelism):
             self._actors.append(self._new_actor())
             self._fresh.append(True)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        """Waits (bounded) until every worker has built its networks; replaces dead ones."""
+        import ray
+        from ray.exceptions import GetTimeoutError, RayError
+
+        for attempt in range(self.max_failures):
+            refs = [a.ready.remote() for a in self._actors]
+            bad = []
+            for i, ref in enumerate(refs):
+                try:
+                    ray.get(ref, timeout=self.startup_timeout_s)
+                    self._fresh[i] = False
+                except (GetTimeoutError, RayError) as e:
+                    log.warning("Worker %d failed to start: %s", i, str(e).splitlines()[-1][:300])
+                    bad.append(i)
+            if not bad:
+                return
+            for i in bad:
+                self._replace(i)
+        raise WorkerFailure(
+            f"Evaluation workers failed to start {self.max_failures} times; see the Ray logs "
+            "(/tmp/ray/session_latest/logs)."
+        )
 
     def _new_actor(self):
         return self._actor_cls.remote(

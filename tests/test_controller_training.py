@@ -1,0 +1,190 @@
+"""CMA-ES training: improvement, exact resume, dream mode, evaluation outputs (in-process)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from rl755.controller import saved
+from rl755.controller.agent import AgentSpec
+from rl755.controller.cma_train import CmaConfig, PoolConfig, train_controller
+from rl755.controller.evaluate import evaluate_controller, run_evaluate_controller
+from rl755.environments import Environments
+from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder
+
+ENV = Environments.FAKE_PIXELS
+
+
+def exact_spec(controller="LinearController", **kw):
+    return AgentSpec(
+        ENV.name,
+        controller,
+        encoder_fn=FakeLatentEncoder,
+        sequential_model_fn=FakeDynamicsModel,
+        encoder_name="FakeLatentEncoder",
+        sequential_model_name="FakeDynamicsModel",
+        **kw,
+    )
+
+
+def small(**kw):
+    args = dict(
+        mode="real",
+        population_size=8,
+        trials_per_member=3,
+        generations=6,
+        rollout_max_steps=24,
+        sigma=0.5,
+        seed=3,
+        eval_every=0,
+    )
+    args.update(kw)
+    return CmaConfig(**args)
+
+
+def test_cma_improves_a_controller(tmp_path):
+    """V-only controller on the analytic encoder's z = [x, speed] (9 parameters), so a few
+    small generations suffice; the composed z + h path trains in the tests below."""
+    spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
+    cfg = small(sigma=1.0, seed=0, eval_every=6, eval_episodes=8)
+    out = train_controller(spec, str(tmp_path / "c"), cfg)
+    means = [h["mean"] for h in out["history"]]
+    assert np.mean(means[-3:]) > means[0] + 2.0, means
+    # The zero controller (no steering) on the same evaluation seeds, for reference.
+    zero = evaluate_controller(
+        np.zeros(9), spec, num_episodes=8, seed=0, out_dir=str(tmp_path / "zero")
+    )
+    from rl755.controller.cma_train import eval_seeds
+    from rl755.controller.real_eval import RealEvaluator
+
+    seeds = eval_seeds(cfg.seed, cfg.eval_episodes)
+    base = RealEvaluator(spec, ENV.make_fn()).evaluate(np.zeros((8, 9)), seeds, 24)["returns"]
+    assert out["evals"][-1]["mean"] > np.mean(base) + 4.0, (out["evals"], base, zero["mean"])
+    d = tmp_path / "c"
+    for name in (
+        "checkpoint.pkl",
+        "controller.json",
+        "controller_params.npy",
+        "learning_curve.png",
+        "summary.json",
+    ):
+        assert (d / name).exists(), name
+    assert not [p for p in os.listdir(d) if ".tmp-" in p]
+    trained = saved.load_trained_controller(str(d))
+    assert trained.meta["score_source"] == "real_evaluation"
+    assert trained.params.shape == (trained.controller.num_params,) == (9,)
+    tags = _tensorboard_tags(d / "tensorboard")
+    assert {
+        "fitness/mean",
+        "fitness/best",
+        "fitness/worst",
+        "perf/env_steps_per_s",
+        "eval/real_mean",
+    } <= tags
+
+
+def _tensorboard_tags(logdir):
+    import tensorflow as tf
+
+    tags = set()
+    for f in os.listdir(logdir):
+        for event in tf.compat.v1.train.summary_iterator(str(logdir / f)):
+            tags |= {v.tag for v in event.summary.value}
+    return tags
+
+
+def test_rerun_resumes_generation_count_and_cma_state_exactly(tmp_path):
+    whole = train_controller(exact_spec(), str(tmp_path / "whole"), small(generations=4))
+    first = train_controller(exact_spec(), str(tmp_path / "split"), small(generations=2))
+    assert first["generation"] == 2
+    again = train_controller(exact_spec(), str(tmp_path / "split"), small(generations=2))
+    assert again["generation"] == 2 and len(again["history"]) == 2  # nothing redone
+    resumed = train_controller(exact_spec(), str(tmp_path / "split"), small(generations=4))
+    assert resumed["generation"] == 4
+    assert [h["generation"] for h in resumed["history"]] == [1, 2, 3, 4]
+    assert [h["mean"] for h in resumed["history"]] == [h["mean"] for h in whole["history"]]
+    np.testing.assert_array_equal(resumed["es"].mean, whole["es"].mean)
+    assert resumed["es"].sigma == whole["es"].sigma
+    assert resumed["es"].countiter == whole["es"].countiter == 4
+
+
+def test_resume_with_another_controller_fails_naming_both_sizes(tmp_path):
+    train_controller(exact_spec(), str(tmp_path / "c"), small(generations=1))
+    with pytest.raises(ValueError, match="LinearController with 21 .* HiddenLayerController with"):
+        train_controller(
+            exact_spec("HiddenLayerController", controller_kwargs=(("hidden_units", 2),)),
+            str(tmp_path / "c"),
+            small(generations=2),
+        )
+
+
+def test_dream_mode_trains_inside_the_model_and_logs_the_gap(tmp_path):
+    out = train_controller(
+        exact_spec(),
+        str(tmp_path / "d"),
+        small(mode="dream", generations=4, eval_every=2, eval_episodes=4, dream_initial_states=8),
+    )
+    assert out["generation"] == 4 and len(out["evals"]) == 2
+    assert out["history"][-1]["mean"] > out["history"][0]["mean"]
+    tags = _tensorboard_tags(tmp_path / "d" / "tensorboard")
+    assert {"perf/dream_steps_per_s", "eval/dream_to_real_gap", "eval/real_mean"} <= tags
+
+
+def test_dream_mode_needs_a_sequential_model(tmp_path):
+    spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
+    with pytest.raises(ValueError, match="dream needs an --encoder and a --sequential_model"):
+        train_controller(spec, str(tmp_path / "x"), small(mode="dream"))
+    with pytest.raises(ValueError, match="mode"):
+        train_controller(spec, str(tmp_path / "x"), small(mode="imagined"))
+
+
+def test_evaluate_controller_writes_json_and_gif(tmp_path):
+    spec = exact_spec()
+    params = np.zeros(21)
+    params[0] = -4.0  # steer against x - centre... x_hat's weight on steering
+    params[18] = 2.0  # bias: steer right from x = 0 ... together: steer towards 0.5
+    res = evaluate_controller(
+        params, spec, num_episodes=5, seed=7, out_dir=str(tmp_path / "e"), compare_random=True
+    )
+    data = json.loads((tmp_path / "e" / "evaluation.json").read_text())
+    assert data["seeds"] == [7, 8, 9, 10, 11] and len(data["returns"]) == 5
+    assert data["mean"] == pytest.approx(np.mean(data["returns"]))
+    assert data["mean"] > data["random_policy"]["mean"] == res["random_policy"]["mean"]
+    import imageio.v2 as imageio
+
+    frames = imageio.mimread(str(tmp_path / "e" / "episode.gif"))
+    # (GIF writers merge identical consecutive frames, adding up their durations.)
+    assert 1 <= len(frames) <= data["steps"][0] + 1 and frames[0].shape[:2] == (16, 16)
+
+
+def test_evaluate_script_library_on_a_pixel_controller(tmp_path):
+    """--encoder=none --sequential_model=none (controller on pixels) through the same code the
+    scripts run: train 1 generation, then run_evaluate_controller from the saved files."""
+    from rl755.controller.cma_train import run_train_controller
+
+    run_train_controller(
+        environment="FAKE_PIXELS",
+        model_dir=str(tmp_path / "c"),
+        cma_config=small(generations=1, population_size=4, trials_per_member=1),
+        pool=PoolConfig(parallelism=0),
+        run_flags={"x": 1},
+    )
+    assert os.listdir(tmp_path / "c" / "runs")
+    res = run_evaluate_controller(
+        controller_dir=str(tmp_path / "c"),
+        environment="FAKE_PIXELS",
+        num_episodes=2,
+        seed=0,
+        out_dir=str(tmp_path / "e"),
+    )
+    assert res["encoder"] == "none" and len(res["returns"]) == 2
+    assert (tmp_path / "e" / "episode.gif").exists()
+    with pytest.raises(ValueError, match="FAKE_PIXELS, not CAR_RACING"):
+        run_evaluate_controller(
+            controller_dir=str(tmp_path / "c"),
+            environment="CAR_RACING",
+            num_episodes=1,
+            seed=0,
+            out_dir=str(tmp_path / "e2"),
+        )

@@ -1,0 +1,153 @@
+"""Controllers, the batched world-model agent, dream evaluation (no Ray)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rl755.controller import resolve
+from rl755.controller.agent import AgentSpec, run_episodes
+from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
+from rl755.controller.policy import WorldModelPolicy
+from rl755.data_gen import gym_rollouts
+from rl755.environments import Environments
+from rl755.models.common import controllers
+from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder
+
+ENV = Environments.FAKE_PIXELS
+# Reset seeds whose initial x lies on the frame's pixel grid (|14 x - round(14 x)| < 1e-4):
+# there the frame shows the whole state, so the exact model knows everything the env knows.
+GRID_SEEDS = [3850, 4645, 5222, 10642, 11026, 20136, 47408, 47771]
+
+
+def exact_spec(controller="LinearController", **kw):
+    return AgentSpec(
+        ENV.name,
+        controller,
+        encoder_fn=FakeLatentEncoder,
+        sequential_model_fn=FakeDynamicsModel,
+        **kw,
+    )
+
+
+def test_world_models_param_counts():
+    car = Environments.CAR_RACING
+    assert controllers.make_controller("LinearController", 32 + 256, car).num_params == 867
+    hidden = controllers.make_controller("HiddenLayerController", 32, car, hidden_units=40)
+    assert hidden.num_params == 1443  # the paper's "z + 40 hidden units" controller
+
+
+def test_unknown_controller_lists_valid_names():
+    with pytest.raises(LookupError, match="HiddenLayerController, LinearController"):
+        controllers.get_controller_class("Linear")
+    with pytest.raises(LookupError, match="LinearController"):
+        resolve.make_agent_spec("FAKE_PIXELS", "Controller")
+
+
+@pytest.mark.parametrize("name", ["LinearController", "HiddenLayerController"])
+def test_actions_squashed_into_the_action_box(name):
+    ctrl = controllers.make_controller(name, 5, Environments.CAR_RACING)
+    rng = np.random.default_rng(0)
+    params = rng.normal(0, 10, (6, ctrl.num_params))
+    inputs = rng.normal(0, 100, (6, 7, 5))
+    a = ctrl.act(params, inputs)
+    assert a.shape == (6, 7, 3)
+    assert np.all(a >= [-1, 0, 0]) and np.all(a <= [1, 1, 1])
+    assert a[..., 0].min() < -0.99 and a[..., 0].max() > 0.99  # steering uses the full range
+    zero = ctrl.act(np.zeros((1, ctrl.num_params)), inputs[:1])
+    np.testing.assert_allclose(zero[0, 0], [0.0, 0.5, 0.5], atol=1e-6)  # tanh, (tanh + 1) / 2
+
+
+@pytest.mark.parametrize("name", ["LinearController", "HiddenLayerController"])
+def test_batched_equals_per_member_and_numpy_equals_tf(name):
+    ctrl = (
+        controllers.make_controller(name, 4, ENV, hidden_units=3)
+        if name[0] == "H"
+        else (controllers.make_controller(name, 4, ENV))
+    )
+    rng = np.random.default_rng(1)
+    params = rng.normal(size=(5, ctrl.num_params))
+    inputs = rng.normal(size=(5, 3, 4))
+    batched = ctrl.act(params, inputs)
+    for p in range(5):
+        for b in range(3):
+            np.testing.assert_allclose(
+                batched[p, b], ctrl.act_single(params[p], inputs[p, b]), rtol=1e-5, atol=1e-6
+            )
+    via_tf = ctrl.act(tf.constant(params), tf.constant(inputs, tf.float32)).numpy()
+    np.testing.assert_allclose(batched, via_tf, rtol=1e-5, atol=1e-6)
+    if name == "LinearController":  # layout: W [D, A] row-major, then b [A]
+        w, b = params[0, :12].reshape(4, 3), params[0, 12:]
+        expect = np.tanh(inputs[0] @ w + b)
+        np.testing.assert_allclose(batched[0][:, 0], expect[:, 0], rtol=1e-5, atol=1e-6)
+
+
+def test_batched_episodes_equal_single_episodes_and_policy_interface():
+    spec = exact_spec()
+    agent = spec.build()
+    params = np.random.default_rng(2).normal(0, 1, (3, agent.num_params))
+    seeds = [5, 6, 7]
+    envs = [ENV.make() for _ in range(3)]
+    together = run_episodes(envs, agent, params, seeds, 24)
+    for i in range(3):
+        alone = run_episodes(envs, agent, params[i : i + 1], seeds[i : i + 1], 24)
+        assert alone["returns"][0] == pytest.approx(together["returns"][i], abs=1e-5)
+        assert alone["steps"][0] == together["steps"][i]
+        rollout = gym_rollouts.single_rollout(
+            ENV.make_fn(), WorldModelPolicy(spec, params[i]), max_steps=24, seed=seeds[i]
+        )
+        assert sum(rollout.reward_l) == pytest.approx(together["returns"][i], abs=1e-5)
+
+
+def test_sizes_that_do_not_fit_fail_before_any_rollout():
+    from rl755.models.fake.vae import Vae
+
+    spec = AgentSpec(
+        ENV.name, "LinearController", encoder_fn=Vae, sequential_model_fn=FakeDynamicsModel
+    )
+    with pytest.raises(ValueError, match="representation size 4 .* representation size 2"):
+        spec.build()
+    with pytest.raises(LookupError, match="saved_models"):
+        resolve.make_agent_spec("FAKE_PIXELS", "LinearController", encoder="no_such_encoder")
+
+
+def test_dream_equals_real_when_the_model_is_exact():
+    """The exact latent model (rl755.testing.fake_world_model) runs the env's dynamics; on
+    starts the frame shows exactly (GRID_SEEDS), dream returns equal real returns."""
+    for s in GRID_SEEDS:
+        env = ENV.make()
+        env.reset(seed=s)
+        assert abs(env.unwrapped._x * 14 - round(env.unwrapped._x * 14)) < 1e-4
+    spec = exact_spec()
+    agent = spec.build()
+    params = np.random.default_rng(3).normal(0, 1, (6, agent.num_params))
+    z0 = encoded_initial_states(ENV.make_fn(), agent.encode, GRID_SEEDS)
+    dream = DreamEvaluator(agent.sequential_model, agent.controller, z0, max_steps=24)
+    d = dream.evaluate(params, np.arange(len(GRID_SEEDS)))  # [P, T]
+    envs = [ENV.make() for _ in GRID_SEEDS]
+    for p in range(len(params)):
+        real = run_episodes(envs, agent, np.repeat(params[p : p + 1], len(envs), 0), GRID_SEEDS, 24)
+        np.testing.assert_allclose(d["returns"][p], real["returns"], atol=1e-3)
+        np.testing.assert_array_equal(d["steps"][p], real["steps"])
+    assert len(set(np.round(d["returns"].mean(1), 3))) > 1  # the members really differ
+
+
+def test_real_tiny_models_compose_in_real_and_dream_mode():
+    """The repository's own tiny VAE + MDN-RNN (random weights) through both paths."""
+    from rl755.models.fake import mdn_rnn, vae
+
+    spec = AgentSpec(
+        ENV.name,
+        "LinearController",
+        encoder_fn=vae.Vae,
+        sequential_model_fn=mdn_rnn.mdn_rnn_with_heads,
+    )
+    agent = spec.build()
+    assert agent.controller.input_size == 4 + agent.sequential_model.hidden_size
+    params = np.random.default_rng(4).normal(0, 0.1, (2, agent.num_params))
+    out = run_episodes([ENV.make(), ENV.make()], agent, params, [0, 1], 10)
+    assert out["steps"].tolist() == [10, 10] and np.all(np.isfinite(out["returns"]))
+    z0 = encoded_initial_states(ENV.make_fn(), agent.encode, [0, 1, 2])
+    dream = DreamEvaluator(agent.sequential_model, agent.controller, z0, 10, temperature=1.2)
+    d = dream.evaluate(params, [0, 2])
+    assert d["returns"].shape == (2, 2) and np.all(np.isfinite(d["returns"]))
+    assert np.all((d["steps"] >= 1) & (d["steps"] <= 10))
