@@ -11,27 +11,29 @@ from rl755.common.structs import Rollout
 Z, A = 4, 3
 
 
-def encoded_rollout(rng, steps, done=False):
+def encoded_rollout(rng, steps, done=False, z=Z):
     return Rollout(
-        obs_l=[rng.normal(size=Z).astype(np.float32) for _ in range(steps)],
+        obs_l=[rng.normal(size=z).astype(np.float32) for _ in range(steps)],
         action_l=[rng.uniform(-1, 1, A).astype(np.float32) for _ in range(steps)],
         reward_l=list(rng.normal(size=steps)),
         done=done,
-        obs_std_l=[np.full(Z, 0.3, np.float32) for _ in range(steps)],
+        obs_std_l=[np.full(z, 0.3, np.float32) for _ in range(steps)],
     )
 
 
-def write_encoded_dataset(directory, rollouts_per_split=4, steps=12, seed=0):
-    """Writes encoded-{train,validation} shards + dataset_info.json (FAKE_PIXELS, Z=4)."""
+def write_encoded_dataset(directory, rollouts_per_split=4, steps=12, seed=0, z=Z):
+    """Writes encoded-{train,validation} shards + dataset_info.json (FAKE_PIXELS, Z=z)."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     for split in ("train", "validation"):
-        rollouts = [encoded_rollout(rng, steps, done=i % 2 == 0) for i in range(rollouts_per_split)]
+        rollouts = [
+            encoded_rollout(rng, steps, done=i % 2 == 0, z=z) for i in range(rollouts_per_split)
+        ]
         path = directory / sharded_io.shard_name(f"encoded-{split}", 0, 1)
         sharded_io.write_tfrecord(str(path), [r.serialize() for r in rollouts], "GZIP")
     sharded_io.write_dataset_info(
         str(directory),
-        {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True},
+        {"environment": "FAKE_PIXELS", "representation_size": z, "has_std_devs": True},
     )
     return directory
 

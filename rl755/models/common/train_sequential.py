@@ -75,8 +75,20 @@ def make_strategy() -> tf.distribute.Strategy:
         )
         return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     gpus = tf.config.list_logical_devices("GPU")
-    devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
-    return tf.distribute.MirroredStrategy(devices)
+    if gpus:
+        return tf.distribute.MirroredStrategy([d.name for d in gpus])
+    return cpu_strategy(len(tf.config.list_logical_devices("CPU")))
+
+
+def cpu_strategy(num_devices: int) -> tf.distribute.MirroredStrategy:
+    """MirroredStrategy over the first `num_devices` logical CPUs (tests without GPUs).
+
+    Reduces through one device: CPU collective ops of several strategies in one process
+    can collide on their instance keys."""
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")[:num_devices]]
+    return tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+    )
 
 
 def _is_chief(strategy: tf.distribute.Strategy) -> bool:
@@ -268,7 +280,7 @@ def train_sequential_model(
 ) -> dict:
     """Trains until `train_steps` steps in total (resuming from model_dir's latest checkpoint).
 
-    Returns {"start_step", "step", "train_losses": [per-step total loss of this run],
+    Returns {"start_step", "step", "replicas", "train_losses": [per-step loss of this run],
     "last_terms": {term: value}, "validation": {term: value} (last), "checkpoint": path}.
     Raises NonFiniteLossError at the first non-finite loss."""
     for name, value in dict(
@@ -379,6 +391,7 @@ def train_sequential_model(
         train_writer = val_writer = tf.summary.create_noop_writer()
 
     result = {"start_step": start_step, "train_losses": [], "validation": {}, "checkpoint": last}
+    result["replicas"] = replicas
     acc_terms: dict[str, float] = {}
     acc_n, t_log = 0, time.perf_counter()
     step = start_step

@@ -1,0 +1,216 @@
+"""Training sequential models: the script's library function end to end, resume, 1 vs 2
+devices, data flags, NaN stop, fail-fast checks."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from sequential_helpers import Z, fixed_slices, write_encoded_dataset
+
+from rl755.models.common import train_sequential as ts
+from rl755.models.fake import lstm as fake_lstm
+from rl755.models.fake import mdn_rnn as fake_mdn
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture
+def encoded_dir(tmp_path):
+    return write_encoded_dataset(tmp_path / "data" / "fake" / "encoded_rollouts" / "vae")
+
+
+def _train(model_dir, steps, **kw):
+    args = dict(
+        model_dir=str(model_dir),
+        train_steps=steps,
+        environment="FAKE_PIXELS",
+        model="mdn_rnn.mdn_rnn_with_heads",
+        rollouts_dataset="VaeEncodedRollouts",
+        batch_size=4,
+        sequence_length=6,
+        learning_rate=1e-3,
+        save_every_n_steps=2,
+        validation_steps=1,
+        flags={"test": True},
+    )
+    args.update(kw)
+    return ts.train_from_names(**args)
+
+
+def test_train_checkpoints_tensorboard_record_and_resume(encoded_dir, tmp_path):
+    model_dir = tmp_path / "models" / "mdn"
+    first = _train(model_dir, 2)
+    assert first["start_step"] == 0 and first["step"] == 2 and len(first["train_losses"]) == 2
+    assert set(first["validation"]) == {"loss", "z", "reward", "done"}
+    assert os.path.basename(first["checkpoint"]) == "model-002.weights.h5"
+    assert glob.glob(str(model_dir / "train" / "events.*"))
+    assert glob.glob(str(model_dir / "validation" / "events.*"))
+    records = glob.glob(str(model_dir / "runs" / "*.json"))
+    assert records and json.load(open(records[0]))["status"] == "completed"
+    info = ts.read_model_info(str(model_dir))
+    assert info["model"] == "mdn_rnn.mdn_rnn_with_heads" and info["environment"] == "FAKE_PIXELS"
+    # Rerun with more steps: resumes at step 2, ends at 4.
+    second = _train(model_dir, 4)
+    assert second["start_step"] == 2 and second["step"] == 4 and len(second["train_losses"]) == 2
+    assert [s for s, _ in ts.list_checkpoints(str(model_dir))] == [2, 4]
+    assert not [f for f in os.listdir(model_dir) if ".tmp" in f]
+    # Rerun with the same steps: nothing to do.
+    assert _train(model_dir, 4)["train_losses"] == []
+    # A different model in the same dir is refused.
+    with pytest.raises(ValueError, match="different settings"):
+        _train(model_dir, 6, model="lstm.deterministic_lstm")
+    loaded = ts.load_trained_model(str(model_dir))
+    assert loaded.has_done_head and loaded.count_params() > 0
+
+
+def test_resume_restores_optimizer_state_exactly(tmp_path):
+    data = fixed_slices(n=4, length=5)
+    kw = dict(dataset_fn=data, batch_size=4, learning_rate=1e-2, validation_steps=0)
+    tf.keras.utils.set_random_seed(0)
+    ts.train_sequential_model(
+        fake_lstm.deterministic_lstm,
+        model_dir=str(tmp_path / "a"),
+        train_steps=4,
+        save_every_n_steps=4,
+        **kw,
+    )
+    tf.keras.utils.set_random_seed(0)
+    ts.train_sequential_model(
+        fake_lstm.deterministic_lstm,
+        model_dir=str(tmp_path / "b"),
+        train_steps=2,
+        save_every_n_steps=2,
+        **kw,
+    )
+    resumed = ts.train_sequential_model(
+        fake_lstm.deterministic_lstm,
+        model_dir=str(tmp_path / "b"),
+        train_steps=4,
+        save_every_n_steps=2,
+        **kw,
+    )
+    assert resumed["start_step"] == 2
+    a = ts.load_trained_model(str(tmp_path / "a"), fake_lstm.deterministic_lstm)
+    b = ts.load_trained_model(str(tmp_path / "b"), fake_lstm.deterministic_lstm)
+    for va, vb in zip(a.weights, b.weights):
+        np.testing.assert_allclose(va.numpy(), vb.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_two_devices_give_the_same_losses_as_one(tmp_path):
+    """Logical devices must be configured before TF initializes: run in a subprocess."""
+    code = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {TESTS_DIR!r})
+        from rl755.common import tf_setup
+        tf_setup.split_cpu_into_logical_devices(2)
+        import tensorflow as tf
+        from rl755.models.common import train_sequential as ts
+        from rl755.models.fake import transformer, mdn_rnn
+        from sequential_helpers import fixed_slices
+        out = {{}}
+        for name, fn in [("transformer", transformer.base_deterministic_transformer_with_heads),
+                         ("mdn_rnn", mdn_rnn.mdn_rnn_with_heads)]:
+            for devices in (1, 2):
+                tf.keras.utils.set_random_seed(0)
+                r = ts.train_sequential_model(
+                    fn, fixed_slices(n=8, length=6), model_dir=f"{tmp_path}/{{name}}{{devices}}",
+                    train_steps=3, batch_size=4, learning_rate=1e-2, save_every_n_steps=3,
+                    validation_steps=0, strategy=ts.cpu_strategy(devices))
+                assert r["replicas"] == devices
+                out[f"{{name}}{{devices}}"] = r["train_losses"]
+        print("RESULT" + json.dumps(out))
+        """)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.split("RESULT")[-1])
+    for name in ("transformer", "mdn_rnn"):
+        assert len(out[f"{name}2"]) == 3
+        np.testing.assert_allclose(out[f"{name}2"], out[f"{name}1"], rtol=1e-4)
+
+
+def test_difference_targets_and_sample_observations_reach_the_batches(encoded_dir):
+    from rl755.data.fake.encoded_rollouts import VaeEncodedRollouts
+
+    builder = VaeEncodedRollouts()
+
+    def first(**kw):
+        tf.random.set_seed(0)
+        fn = ts.autoregressive_dataset_fn(builder, 6, shuffle_buffer=1, **kw)
+        return next(iter(fn("train").batch(64).take(1)))
+
+    plain = first()
+    for b in [plain]:
+        # Inputs carry the stored means: each target z_{t+1} is the next input's z.
+        both = (b["target_mask"][:, :-1] == 1) & (b["mask"][:, 1:] == 1)
+        np.testing.assert_allclose(
+            tf.boolean_mask(b["targets"][:, :-1], both),
+            tf.boolean_mask(b["inputs"][:, 1:, :Z], both),
+        )
+    diff = first(difference_targets=True)
+    m = diff["target_mask"][:, :-1] == 1
+    np.testing.assert_allclose(
+        tf.boolean_mask(diff["targets"][:, :-1], m),
+        tf.boolean_mask(diff["inputs"][:, 1:, :Z] - diff["inputs"][:, :-1, :Z], m),
+        atol=1e-6,
+    )
+    sampled = first(sample_observations=True)
+    # With sampled observations the inputs are means + 0.3 * noise: not on the stored grid.
+    stored = {tuple(np.round(r, 5)) for r in plain["inputs"][..., :Z].numpy().reshape(-1, Z)}
+    got = {tuple(np.round(r, 5)) for r in sampled["inputs"][..., :Z].numpy().reshape(-1, Z)}
+    assert len(got & stored) <= 1  # only padding rows (zeros) may coincide
+
+
+def test_difference_targets_is_recorded_for_loading(encoded_dir, tmp_path):
+    model_dir = tmp_path / "models" / "diff"
+    _train(
+        model_dir,
+        1,
+        model="lstm.deterministic_lstm",
+        difference_targets=True,
+        validation_steps=0,
+        save_every_n_steps=1,
+    )
+    assert ts.read_model_info(str(model_dir))["difference_targets"] is True
+    assert ts.load_trained_model(str(model_dir)).difference_targets
+
+
+def test_nan_loss_stops_training_with_a_message(tmp_path):
+    with pytest.raises(ts.NonFiniteLossError) as e:
+        ts.train_sequential_model(
+            fake_mdn.mdn_rnn,
+            fixed_slices(poison=True),
+            model_dir=str(tmp_path / "nan"),
+            train_steps=5,
+            batch_size=2,
+            learning_rate=1e-3,
+            validation_steps=0,
+        )
+    msg = str(e.value)
+    assert "step 1" in msg and "loss term(s) z" in msg and "--check_numerics" in msg
+    assert ts.list_checkpoints(str(tmp_path / "nan")) == []
+
+
+def test_mismatched_sizes_and_unknown_names_fail_before_training(encoded_dir, tmp_path):
+    other = write_encoded_dataset(tmp_path / "z6", z=6)
+    with pytest.raises(ValueError, match="representations of size 6 .* expects Z=4"):
+        _train(tmp_path / "m1", 1, rollouts_pattern=str(other / "encoded-{split}*.tfrecord-*"))
+    with pytest.raises(LookupError, match="mdn_rnn_with_heads"):
+        _train(tmp_path / "m2", 1, model="mdn_rnn.no_such_model")
+    with pytest.raises(LookupError, match="VaeEncodedRollouts"):
+        _train(tmp_path / "m3", 1, rollouts_dataset="NoSuchDataset")
+    with pytest.raises(FileNotFoundError, match="no 'train' shards"):
+        _train(tmp_path / "m4", 1, rollouts_pattern=str(tmp_path / "nowhere-{split}*"))
+    for d in ("m1", "m2", "m3", "m4"):
+        assert not os.path.exists(tmp_path / d)
