@@ -27,6 +27,7 @@ import os
 from rl755.common import config, lookup
 from rl755.data_gen import gym_rollouts
 from rl755.data_gen import tfrecords as tfr
+from rl755.data_gen.tfrecords import BadInput
 from rl755.environments import Environments
 
 log = logging.getLogger(__name__)
@@ -40,10 +41,13 @@ def resolve_policy(environment: Environments, name: str) -> gym_rollouts.PolicyF
     try:
         policy_fn = lookup.resolve(package, name, base_class=gym_rollouts.Policy, what="policy")
     except LookupError as e:
-        raise LookupError(f"--policy: {e}") from e
+        raise BadInput(f"--policy: {e}") from e
     if not callable(policy_fn):
-        raise LookupError(f"--policy={name} resolves to {policy_fn!r}, which is not callable.")
-    gym_rollouts.build_policy(policy_fn)  # fails now if it does not build a Policy
+        raise BadInput(f"--policy={name} resolves to {policy_fn!r}, which is not callable.")
+    try:
+        gym_rollouts.build_policy(policy_fn)  # fails now if it does not build a Policy
+    except TypeError as e:
+        raise BadInput(f"--policy: {e}") from e
     return policy_fn
 
 
@@ -126,19 +130,22 @@ def collect_rollouts(
       {"out_dir", "seed", "tag", "files": [paths], "written", "skipped", "rollouts", "frames",
        "bytes"}
     """
-    env_enum = Environments.from_name(environment)
+    try:
+        env_enum = Environments.from_name(environment)
+    except ValueError as e:
+        raise BadInput(f"--environment: {e}") from e
     tfr.check_positive(num_rollouts=num_rollouts, parallelism=parallelism, max_steps=max_steps)
     if out_format not in OUT_FORMATS:
-        raise ValueError(f"--out_format={out_format!r}; valid: {', '.join(OUT_FORMATS)}.")
+        raise BadInput(f"--out_format={out_format!r}; valid: {', '.join(OUT_FORMATS)}.")
     if compression is not None and out_format == "pickle":
-        raise ValueError("--compression applies to --out_format=tfrecord only.")
+        raise BadInput("--compression applies to --out_format=tfrecord only.")
     compression = tfr.sharded_io.normalize_compression(
         "GZIP" if compression is None else compression
     )
     if not out_name or os.sep in out_name or out_name.startswith("."):
-        raise ValueError(f"--out_name={out_name!r} must be a plain, non-hidden file name prefix.")
+        raise BadInput(f"--out_name={out_name!r} must be a plain, non-hidden file name prefix.")
     if not 0.0 <= validation_fraction < 1.0:
-        raise ValueError(f"--validation_fraction must be in [0, 1), got {validation_fraction}.")
+        raise BadInput(f"--validation_fraction must be in [0, 1), got {validation_fraction}.")
     if rollouts_per_shard is None or rollouts_per_shard == 0:
         rollouts_per_shard = tfr.default_rollouts_per_shard(num_rollouts, parallelism)
     tfr.check_positive(rollouts_per_shard=rollouts_per_shard)

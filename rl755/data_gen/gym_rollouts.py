@@ -379,10 +379,16 @@ def ray_session(parallelism: int, ray_address: str | None = None) -> Iterator[No
     if ray.is_initialized():
         yield
         return
+    # Workers import TensorFlow when they unpickle rollout code: keep its start-up chatter out
+    # (local workers inherit this process's environment; remote ones get runtime_env).
+    from rl755.common import tf_setup
+
+    tf_setup.quiet()
+    runtime_env = {"env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2"}}
     if ray_address:
-        ray.init(address=ray_address, log_to_driver=True)
+        ray.init(address=ray_address, runtime_env=runtime_env)
     else:
-        ray.init(num_cpus=parallelism, include_dashboard=False, log_to_driver=True)
+        ray.init(num_cpus=parallelism, include_dashboard=False, runtime_env=runtime_env)
     try:
         yield
     finally:
@@ -408,7 +414,11 @@ def _run_on_ray(
         remote = ray.remote(num_cpus=1, max_retries=max_retries)(_ray_task_body)
         # Per-rollout progress inside multi-rollout tasks comes from a tiny counter actor.
         multi = any(len(tasks[i].items) > 1 for i in todo)
-        progress_actor = _ProgressActor().handle() if multi and not bar.disable else None
+        progress_actor = None
+        if multi and not bar.disable:
+            from rl755.data_gen.progress import ProgressCounts
+
+            progress_actor = ray.remote(num_cpus=0)(ProgressCounts).remote()
         pending: dict[Any, int] = {}
         queue = list(todo)
         finished_rollouts = 0
@@ -444,23 +454,3 @@ def _run_on_ray(
             if progress_actor is not None:
                 with contextlib.suppress(Exception):
                     ray.kill(progress_actor)
-
-
-class _ProgressActor:
-    """A tiny Ray actor holding {task key: rollouts finished} for the driver's progress bar."""
-
-    def handle(self):
-        import ray
-
-        return ray.remote(num_cpus=0)(_ProgressCounts).remote()
-
-
-class _ProgressCounts:
-    def __init__(self):
-        self.counts: dict[str, int] = {}
-
-    def set(self, key: str, n: int) -> None:
-        self.counts[key] = n
-
-    def get(self) -> dict[str, int]:
-        return self.counts

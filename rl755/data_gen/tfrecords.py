@@ -34,6 +34,11 @@ from rl755.data_gen.gym_rollouts import RolloutSink, RolloutTask
 
 log = logging.getLogger(__name__)
 
+
+class BadInput(ValueError):
+    """Invalid flags or input files; the message says what to do (scripts print it cleanly)."""
+
+
 SPLITS = ("train", "validation")
 PICKLE_SUFFIX = ".pickle"
 _ROLLOUT_CLASS = ("rl755.common.structs", "Rollout")
@@ -43,7 +48,7 @@ _ROLLOUT_CLASS = ("rl755.common.structs", "Rollout")
 def split_shard_name(out_name: str, split: str, index: int, total: int, tag: str = "") -> str:
     """`split_shard_name("rollouts", "train", 3, 74)` -> "rollouts-train.tfrecord-00003-of-00074"."""
     if split not in SPLITS:
-        raise ValueError(f"Unknown split {split!r}; valid: {', '.join(SPLITS)}.")
+        raise BadInput(f"Unknown split {split!r}; valid: {', '.join(SPLITS)}.")
     base = f"{out_name}-{split}" + (f"-{tag}" if tag else "")
     return sharded_io.shard_name(base, index, total)
 
@@ -52,7 +57,7 @@ def validation_indices(n: int, validation_fraction: float) -> set[int]:
     """Which of `n` sorted items go to validation: round(n * fraction) of them (at least one
     if the fraction is positive and n >= 2, never all), evenly spread over the sorted order."""
     if not 0.0 <= validation_fraction < 1.0:
-        raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction}.")
+        raise BadInput(f"validation_fraction must be in [0, 1), got {validation_fraction}.")
     if validation_fraction == 0.0 or n < 2:
         return set()
     k = min(n - 1, max(1, round(n * validation_fraction)))
@@ -94,21 +99,19 @@ def write_raw_dataset_info(out_dir: str, info: dict) -> None:
 def check_out_dir(out_dir: str, flag: str = "--out_dir") -> None:
     """Fails fast if `out_dir` is a file or cannot be created."""
     if not out_dir:
-        raise ValueError(f"{flag} is empty; pass a directory.")
+        raise BadInput(f"{flag} is empty; pass a directory.")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ValueError(
-            f"{flag}={out_dir} is a file; pass a directory (it is created if missing)."
-        )
+        raise BadInput(f"{flag}={out_dir} is a file; pass a directory (it is created if missing).")
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
-        raise ValueError(f"Cannot create {flag}={out_dir}: {e}. Pass a writable directory.") from e
+        raise BadInput(f"Cannot create {flag}={out_dir}: {e}. Pass a writable directory.") from e
 
 
 def check_positive(**values: int) -> None:
     for name, value in values.items():
         if value is None or value <= 0:
-            raise ValueError(f"--{name} must be a positive integer, got {value}.")
+            raise BadInput(f"--{name} must be a positive integer, got {value}.")
 
 
 # ---- sinks (run inside collection workers) -----------------------------------------------------
@@ -155,7 +158,7 @@ class PickleSink(RolloutSink):
 
     def write(self, task: RolloutTask, rollouts: Iterator[Rollout]) -> dict:
         if len(task.items) != 1:
-            raise ValueError("PickleSink tasks hold exactly one rollout.")
+            raise BadInput("PickleSink tasks hold exactly one rollout.")
         path = os.path.join(self.out_dir, task.key)
         frames = nbytes = 0
         for r in rollouts:
@@ -171,19 +174,19 @@ class PickleSink(RolloutSink):
 def list_pickles(pickle_dir: str) -> list[str]:
     """Sorted paths of the (non-temporary) `*.pickle` files directly in `pickle_dir`."""
     if not pickle_dir:
-        raise ValueError("--pickle_dir is empty; pass the directory parallel_rollout_main wrote.")
+        raise BadInput("--pickle_dir is empty; pass the directory parallel_rollout_main wrote.")
     if not os.path.exists(pickle_dir):
-        raise ValueError(
+        raise BadInput(
             f"--pickle_dir={pickle_dir} does not exist. Pass the --out_dir of "
             "parallel_rollout_main.py (--out_format=pickle)."
         )
     if not os.path.isdir(pickle_dir):
-        raise ValueError(f"--pickle_dir={pickle_dir} is a file; pass the directory holding it.")
+        raise BadInput(f"--pickle_dir={pickle_dir} is a file; pass the directory holding it.")
     names = sorted(
         n for n in os.listdir(pickle_dir) if n.endswith(PICKLE_SUFFIX) and not n.startswith(".")
     )
     if not names:
-        raise ValueError(
+        raise BadInput(
             f"--pickle_dir={pickle_dir} holds no *.pickle files. Collect rollouts first with "
             "scripts/data_gen/car_racing/parallel_rollout_main.py --out_format=pickle "
             f"--out_dir={pickle_dir} (or point --pickle_dir at the right directory)."
@@ -203,10 +206,10 @@ def check_pickle_header(path: str, max_ops: int = 64) -> None:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             if size == 0:
-                raise ValueError(f"{what}: the file is empty. Delete it and rerun.")
+                raise BadInput(f"{what}: the file is empty. Delete it and rerun.")
             f.seek(size - 1)
             if f.read(1) != b".":
-                raise ValueError(f"{what}: it is truncated (no pickle STOP). Delete it and rerun.")
+                raise BadInput(f"{what}: it is truncated (no pickle STOP). Delete it and rerun.")
             f.seek(0)
             strings: list[str] = []
             saw_list = False
@@ -223,19 +226,19 @@ def check_pickle_header(path: str, max_ops: int = 64) -> None:
                     else:
                         found = tuple(str(arg).split(" ", 1))
                     if not saw_list:
-                        raise ValueError(f"{what}: it holds a {found} object, not a list.")
+                        raise BadInput(f"{what}: it holds a {found} object, not a list.")
                     if found != _ROLLOUT_CLASS:
-                        raise ValueError(f"{what}: its list holds {found}, not a Rollout.")
+                        raise BadInput(f"{what}: its list holds {found}, not a Rollout.")
                     return
                 elif op.name == "STOP":
                     break
     except ValueError:
         raise
     except Exception as e:  # noqa: BLE001 - any unreadable pickle is reported the same way
-        raise ValueError(f"{what}: {type(e).__name__}: {e}") from e
+        raise BadInput(f"{what}: {type(e).__name__}: {e}") from e
     if not saw_list:
-        raise ValueError(f"{what}: it does not hold a list.")
-    raise ValueError(f"{what}: its list holds no Rollout.")
+        raise BadInput(f"{what}: it does not hold a list.")
+    raise BadInput(f"{what}: its list holds no Rollout.")
 
 
 def load_rollouts(path: str) -> list[Rollout]:
@@ -244,10 +247,10 @@ def load_rollouts(path: str) -> list[Rollout]:
         try:
             data = pickle.load(f)
         except Exception as e:  # noqa: BLE001
-            raise ValueError(f"{path} is not a readable pickle ({type(e).__name__}: {e}).") from e
+            raise BadInput(f"{path} is not a readable pickle ({type(e).__name__}: {e}).") from e
     if not isinstance(data, list) or not data or not all(isinstance(r, Rollout) for r in data):
         kind = type(data).__name__ if not isinstance(data, list) else "a list of other things"
-        raise ValueError(
+        raise BadInput(
             f"{path} holds {kind}, not a non-empty list of rl755.common.structs.Rollout. "
             "Remove it from the pickle dir (or regenerate it with parallel_rollout_main.py)."
         )
@@ -255,7 +258,7 @@ def load_rollouts(path: str) -> list[Rollout]:
         try:
             r.validate()
         except ValueError as e:
-            raise ValueError(f"{path} holds an invalid Rollout: {e}") from e
+            raise BadInput(f"{path} holds an invalid Rollout: {e}") from e
     return data
 
 
@@ -303,7 +306,7 @@ def convert_shard(
             for r in load_rollouts(p):
                 shape = tuple(r.obs_l[0].shape)
                 if observation_shape is not None and shape != tuple(observation_shape):
-                    raise ValueError(
+                    raise BadInput(
                         f"{p} holds observations of shape {shape}, but the others have "
                         f"{tuple(observation_shape)}; keep one environment per pickle dir."
                     )
@@ -333,7 +336,7 @@ def _check_manifest(out_dir: str, out_name: str, manifest: dict) -> None:
             n for n in existing.get("shards", {}) if os.path.exists(os.path.join(out_dir, n))
         ]
         if existing != manifest and started:
-            raise ValueError(
+            raise BadInput(
                 f"{out_dir} already holds a conversion named {out_name!r} of other pickles or "
                 f"with other arguments (see {path}). Rerun with the same arguments to finish "
                 f"it, or pass another --out_dir or --out_name (or delete {path} and its shards)."
@@ -348,7 +351,7 @@ def _check_manifest(out_dir: str, out_name: str, manifest: dict) -> None:
         if os.path.basename(p) not in planned
     )
     if stray:
-        raise ValueError(
+        raise BadInput(
             f"{out_dir} already holds shards named {out_name!r} from another conversion "
             f"({', '.join(stray[:3])}{', ...' if len(stray) > 3 else ''}). Pass another "
             "--out_dir or --out_name, or delete them."
@@ -379,10 +382,10 @@ def convert_pickles_to_tfrecords(
     check_positive(parallelism=parallelism, pickles_per_tfrecord_file=pickles_per_tfrecord_file)
     compression = sharded_io.normalize_compression(compression)
     if not out_name or os.sep in out_name or out_name.startswith("."):
-        raise ValueError(f"--out_name={out_name!r} must be a plain, non-hidden file name prefix.")
+        raise BadInput(f"--out_name={out_name!r} must be a plain, non-hidden file name prefix.")
     pickles = list_pickles(pickle_dir)
     if os.path.abspath(out_dir) == os.path.abspath(pickle_dir):
-        raise ValueError("--out_dir must differ from --pickle_dir.")
+        raise BadInput("--out_dir must differ from --pickle_dir.")
     check_out_dir(out_dir)
     for p in pickles:
         check_pickle_header(p)
