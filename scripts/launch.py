@@ -47,6 +47,9 @@ flags.DEFINE_list("after", [], "Job ids that must complete successfully first (a
 flags.DEFINE_bool("requeue", False, "Let SLURM requeue the job; the stage resumes from outputs.")
 flags.DEFINE_bool("check", True, "Validate the stage's flags (--only_check_args) first.")
 flags.DEFINE_bool("dry_run", False, "Write the sbatch script and print it; do not submit.")
+flags.DEFINE_bool(
+    "ray", False, "Run the stage under scripts/ray_on_slurm.sh (Ray over all --nodes)."
+)
 flags.DEFINE_string("python", None, "Python interpreter for the stage; default: this one.")
 FLAGS = flags.FLAGS
 
@@ -82,6 +85,7 @@ def main(argv):
         python=FLAGS.python,
         check=FLAGS.check,
         dry_run=FLAGS.dry_run,
+        ray=FLAGS.ray,
         how="scripts/launch.py",
     )
     if FLAGS.dry_run and result.sbatch_script:

@@ -54,6 +54,11 @@ _PLACEHOLDER_RE = re.compile(
     r"|outer_shard_index|num_instances|num_outer_shards)\}"
 )
 OUT_DIR_FLAGS = ("out_dir", "output_dir", "model_dir")
+RAY_ON_SLURM = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "scripts",
+    "ray_on_slurm.sh",
+)
 SLURM_SUBDIR = "slurm"
 
 
@@ -287,6 +292,7 @@ def launch(
     python: str | None = None,
     check: bool = True,
     dry_run: bool = False,
+    ray: bool = False,
     how: str = "rl755.slurm.launcher.launch",
 ) -> LaunchResult:
     """Runs `script` with `flags` locally, or submits it to SLURM.
@@ -307,6 +313,8 @@ def launch(
       python: interpreter for the stage; default: this one (the venv's).
       check: validate the flags with the script (`--only_check_args`) before launching.
       dry_run: write the sbatch script but do not submit it (nor run anything locally).
+      ray: on SLURM, run the stage under scripts/ray_on_slurm.sh: a Ray cluster over the
+        job's nodes, the stage getting --ray_address (it must define that flag).
       how: who launched, for the sbatch header comment.
     Returns:
       A LaunchResult; `.summary()` says where logs and outputs go.
@@ -329,6 +337,13 @@ def launch(
         if not dry_run:
             result.returncode = run_local(commands)
         return result
+    if ray:
+        if "ray_address" in flags:
+            raise ValueError("With ray=True the launcher sets --ray_address; do not pass it.")
+        if not os.path.isfile(RAY_ON_SLURM):
+            raise FileNotFoundError(f"{RAY_ON_SLURM} not found (needs the rl755 repository).")
+        commands = [[["bash", RAY_ON_SLURM, "--"] + argv for argv in task] for task in commands]
+        result.commands = commands
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     script_path = os.path.join(log_dir, f"{name}-{stamp}.sbatch")
