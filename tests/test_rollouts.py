@@ -1,0 +1,521 @@
+"""Stage 1: rollouts, policies, direct TFRecord shards, pickle conversion, corrupted-shard finder."""
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rl755.common import sharded_io
+from rl755.common.structs import Rollout
+from rl755.data_gen import collect, corrupted, gym_rollouts, policy_stats
+from rl755.data_gen import tfrecords as tfr
+from rl755.data_gen.tfrecords import BadInput
+from rl755.environments import Environments
+from rl755.models.car_racing import policies as car_policies
+from rl755.models.fake import policies as fake_policies
+
+FAKE = Environments.FAKE_PIXELS
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(REPO, "scripts", "data_gen")
+
+
+def _read_shards(files):
+    """Rollouts from shard files, in file order then record order."""
+    out = []
+    for f in files:
+        ds = tf.data.TFRecordDataset(f, compression_type=sharded_io.detect_compression(f))
+        out.extend(Rollout.deserialize(r.numpy()) for r in ds)
+    return out
+
+
+def _assert_same(a: Rollout, b: Rollout):
+    assert len(a) == len(b) and a.done == b.done
+    for x, y in zip(a.obs_l, b.obs_l):
+        assert x.dtype == y.dtype == np.uint8
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(np.stack(a.action_l), np.stack(b.action_l))
+    np.testing.assert_array_equal(np.float32(a.reward_l), np.float32(b.reward_l))
+
+
+def _run_script(*args, timeout=120):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
+    )
+
+
+# ---- single / serial rollouts ---------------------------------------------------------------------
+class _NoRender:
+    """Wraps the fake env so that any render() call fails the test."""
+
+    def __init__(self):
+        self.env = FAKE.make()
+
+        def boom():
+            raise AssertionError("render() called: observations must come from reset/step")
+
+        self.env.unwrapped.render = boom
+
+    def __call__(self):
+        return self.env
+
+
+def test_single_rollout_takes_observations_from_reset_and_step():
+    make = _NoRender()
+    r = gym_rollouts.single_rollout(make, fake_policies.RandomPolicy, max_steps=30, seed=5)
+    env = FAKE.make()
+    obs0, _ = env.reset(seed=5)
+    np.testing.assert_array_equal(r.obs_l[0], obs0)
+    # obs_l[t+1] is what step(action_l[t]) returned.
+    obs1, rew0, *_ = env.step(r.action_l[0])
+    np.testing.assert_array_equal(r.obs_l[1], obs1)
+    assert r.reward_l[0] == pytest.approx(rew0)
+    assert len(r) == 24 and not r.done  # the fake env truncates at 24 steps
+    assert all(o.shape == (16, 16, 3) and o.dtype == np.uint8 for o in r.obs_l)
+
+
+def test_seeds_are_distinct_and_reproducible():
+    seeds = [gym_rollouts.rollout_seed(0, i) for i in range(2000)]
+    assert len(set(seeds)) == 2000
+    assert gym_rollouts.rollout_seed(1, 0) != gym_rollouts.rollout_seed(0, 0)
+    a = gym_rollouts.serial_rollouts(FAKE.make_fn(), fake_policies.RandomPolicy, 3, 24, seed=4)
+    b = gym_rollouts.serial_rollouts(FAKE.make_fn(), fake_policies.RandomPolicy, 3, 24, seed=4)
+    for x, y in zip(a, b):
+        _assert_same(x, y)
+    assert not np.array_equal(np.stack(a[0].action_l), np.stack(a[1].action_l))
+
+
+def test_real_car_racing_rollout():
+    r = gym_rollouts.single_rollout(
+        Environments.CAR_RACING.make_fn(), car_policies.HastingsRandomPolicy, max_steps=5, seed=0
+    )
+    assert len(r) == 5
+    frames = np.stack(r.obs_l)
+    assert frames.shape == (5, 96, 96, 3) and frames.dtype == np.uint8
+    actions = np.stack(r.action_l)
+    assert actions.shape == (5, 3) and actions.dtype == np.float32
+    assert np.all(actions >= Environments.CAR_RACING.action_low)
+    assert np.all(actions <= Environments.CAR_RACING.action_high)
+    back = Rollout.deserialize(r.serialize())
+    _assert_same(r, back)
+
+
+# ---- plans: exactly N rollouts ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "n,per_shard,frac", [(8, 3, 0.0), (10, 4, 0.2), (1, 1, 0.5), (7, 16, 0.05)]
+)
+def test_plan_covers_every_rollout_exactly_once(n, per_shard, frac):
+    tasks = collect.plan_tasks("tfrecord", n, 3, "tag", "rollouts", per_shard, frac)
+    indices = sorted(i for t in tasks for i, _ in t.items)
+    assert indices == list(range(n))
+    assert len({t.key for t in tasks}) == len(tasks)
+    for t in tasks:
+        assert len(t.items) <= per_shard
+        assert sharded_io.parse_shard_name(t.key) is not None
+    pickles = collect.plan_tasks("pickle", n, 3, "tag")
+    assert sorted(i for t in pickles for i, _ in t.items) == list(range(n))
+
+
+def test_validation_indices():
+    assert tfr.validation_indices(100, 0.05) == {10, 30, 50, 70, 90}
+    assert len(tfr.validation_indices(3, 0.05)) == 1
+    assert tfr.validation_indices(1, 0.5) == set() and tfr.validation_indices(9, 0.0) == set()
+
+
+# ---- round trips, bit exact -------------------------------------------------------------------------
+@pytest.mark.parametrize("compression", ["none", "GZIP", "ZLIB"])
+def test_direct_tfrecord_round_trip_bit_exact(tmp_path, compression):
+    out = str(tmp_path / "raw")
+    s = collect.collect_rollouts(
+        "FAKE_PIXELS", "HastingsRandomPolicy", num_rollouts=5, parallelism=1, max_steps=30,
+        out_dir=out, out_format="tfrecord", seed=11, compression=compression,
+        rollouts_per_shard=2, validation_fraction=0.2, progress=False,
+    )  # fmt: skip
+    assert s["rollouts"] == 5 and s["frames"] == 5 * 24
+    want = {c: c for c in ("GZIP", "ZLIB")}.get(compression, "")
+    assert all(sharded_io.detect_compression(f) == want for f in s["files"])
+    got = {}
+    for split in tfr.SPLITS:
+        files = sharded_io.list_shards(os.path.join(out, f"rollouts-{split}*.tfrecord-*"))
+        assert files
+        got[split] = _read_shards(files)
+    assert len(got["train"]) == 4 and len(got["validation"]) == 1
+    expected = gym_rollouts.serial_rollouts(
+        FAKE.make_fn(), fake_policies.HastingsRandomPolicy, 5, 30, seed=11, progress=False
+    )
+    val = sorted(tfr.validation_indices(5, 0.2))
+    train_idx = [i for i in range(5) if i not in val]
+    by_index = dict(zip(train_idx, got["train"])) | dict(zip(val, got["validation"]))
+    for i in range(5):
+        _assert_same(by_index[i], expected[i])
+    info = sharded_io.read_dataset_info(out)
+    assert info["environment"] == "FAKE_PIXELS" and info["observation_shape"] == [16, 16, 3]
+    assert info["observation_dtype"] == "uint8" and info["action_size"] == 3
+    assert info["compression"] == (want or "none")
+    assert not [n for n in os.listdir(out) if sharded_io.is_tmp_path(n)]
+
+
+@pytest.mark.parametrize("compression", ["none", "GZIP", "ZLIB"])
+def test_pickle_then_convert_round_trip_bit_exact(tmp_path, compression):
+    pdir, out = str(tmp_path / "pickles"), str(tmp_path / "tfr")
+    collect.collect_rollouts(
+        "FAKE_PIXELS", "RandomPolicy", num_rollouts=5, parallelism=1, max_steps=24,
+        out_dir=pdir, seed=2, progress=False,
+    )  # fmt: skip
+    pickles = tfr.list_pickles(pdir)
+    assert len(pickles) == 5
+    originals = [tfr.load_rollouts(p)[0] for p in pickles]
+    assert originals[0].metadata["environment"] == "FAKE_PIXELS"
+    s = tfr.convert_pickles_to_tfrecords(
+        pdir, out, "rollouts", pickles_per_tfrecord_file=2, compression=compression,
+        validation_fraction=0.2, progress=False,
+    )  # fmt: skip
+    names = sorted(os.path.basename(f) for f in sharded_io.list_shards(f"{out}/*.tfrecord-*"))
+    assert names == [
+        "rollouts-train.tfrecord-00000-of-00002",
+        "rollouts-train.tfrecord-00001-of-00002",
+        "rollouts-validation.tfrecord-00000-of-00001",
+    ]
+    assert s["rollouts"] == 5 and s["written"] == 3
+    val = sorted(tfr.validation_indices(5, 0.2))
+    train = _read_shards(sharded_io.list_shards(f"{out}/rollouts-train.tfrecord-*"))
+    valid = _read_shards(sharded_io.list_shards(f"{out}/rollouts-validation.tfrecord-*"))
+    for got, i in zip(train + valid, [i for i in range(5) if i not in val] + val):
+        _assert_same(got, originals[i])
+    assert sharded_io.read_dataset_info(out)["environment"] == "FAKE_PIXELS"
+
+
+def test_dataset_builder_reads_default_location(tmp_path):
+    from rl755.data.fake.raw_rollouts import RawRollouts
+
+    s = collect.collect_rollouts(
+        "FAKE_PIXELS", "RandomPolicy", num_rollouts=4, parallelism=1, max_steps=24,
+        out_format="tfrecord", seed=0, validation_fraction=0.25, progress=False,
+    )  # fmt: skip
+    assert s["out_dir"] == str(tmp_path / "data" / "fake" / "raw_rollouts")
+    r = next(iter(RawRollouts().rollouts_ds("validation")))
+    assert r["observations"].shape == (24, 16, 16, 3) and r["observations"].dtype == tf.uint8
+    assert r["actions"].shape == (24, 3)
+
+
+def test_rerun_with_same_seed_skips_and_different_seeds_coexist(tmp_path):
+    out = str(tmp_path / "raw")
+    kw = dict(num_rollouts=3, parallelism=1, max_steps=24, out_dir=out, out_format="tfrecord")
+    a = collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", seed=1, progress=False, **kw)
+    mtimes = {f: os.stat(f).st_mtime_ns for f in a["files"]}
+    again = collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", seed=1, progress=False, **kw)
+    assert again["written"] == 0 and again["skipped"] == len(a["files"])
+    assert {f: os.stat(f).st_mtime_ns for f in a["files"]} == mtimes
+    b = collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", seed=2, progress=False, **kw)
+    assert not set(a["files"]) & set(b["files"])
+    assert len(_read_shards(sharded_io.list_shards(f"{out}/rollouts-*.tfrecord-*"))) == 6
+
+
+# ---- Ray ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ray_cluster():
+    import ray
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _crash_once_policy(marker: str, crash_seed: int):
+    class CrashOnce(fake_policies.RandomPolicy):
+        """Kills its worker process the first time it meets `crash_seed`."""
+
+        def initialize(self, env, max_steps, **kwargs):
+            super().initialize(env, max_steps, **kwargs)
+            if kwargs.get("seed") == crash_seed and not os.path.exists(marker):
+                open(marker, "w").close()
+                os._exit(1)
+
+    return CrashOnce
+
+
+def test_parallel_rollouts_on_two_ray_workers_exactly_n(ray_cluster, tmp_path):
+    got = gym_rollouts.parallel_rollouts(
+        FAKE.make_fn(), fake_policies.RandomPolicy, num_rollouts=5, max_steps=24,
+        parallelism=2, seed=7, progress=False,
+    )  # fmt: skip
+    assert len(got) == 5
+    want = gym_rollouts.serial_rollouts(
+        FAKE.make_fn(), fake_policies.RandomPolicy, 5, 24, seed=7, progress=False
+    )
+    for a, b in zip(got, want):
+        _assert_same(a, b)
+    # Direct shards from 2 workers, several rollouts per shard (progress counter actor).
+    s = collect.collect_rollouts(
+        "FAKE_PIXELS", "HastingsRandomPolicy", num_rollouts=5, parallelism=2, max_steps=24,
+        out_dir=str(tmp_path / "raw"), out_format="tfrecord", seed=3, rollouts_per_shard=2,
+        progress=True,
+    )  # fmt: skip
+    assert s["rollouts"] == 5 and len(_read_shards(s["files"])) == 5
+
+
+def test_crashed_worker_is_retried(ray_cluster, tmp_path):
+    marker = str(tmp_path / "crashed")
+    crash_seed = gym_rollouts.rollout_seed(5, 1)
+    got = gym_rollouts.parallel_rollouts(
+        FAKE.make_fn(), _crash_once_policy(marker, crash_seed), num_rollouts=3, max_steps=24,
+        parallelism=2, seed=5, progress=False,
+    )  # fmt: skip
+    assert os.path.exists(marker)  # the worker did die once
+    assert [r.metadata["seed"] for r in got] == [gym_rollouts.rollout_seed(5, i) for i in range(3)]
+
+
+def test_policy_exception_stops_the_run(ray_cluster):
+    class Broken(fake_policies.RandomPolicy):
+        def sample_action(self, obs, step, rollout, **kwargs):
+            raise ValueError("policy is broken")
+
+    with pytest.raises(RuntimeError, match="policy is broken"):
+        gym_rollouts.parallel_rollouts(
+            FAKE.make_fn(), Broken, 3, 24, parallelism=2, seed=0, progress=False, max_retries=0
+        )
+
+
+# ---- concurrency ------------------------------------------------------------------------------------
+def test_two_concurrent_instances_share_one_out_dir(tmp_path):
+    out = str(tmp_path / "pickles")
+    script = os.path.join(SCRIPTS, "car_racing", "parallel_rollout_main.py")
+    args = [
+        script, "--environment=FAKE_PIXELS", "--policy=RandomPolicy", "--num_rollouts=3",
+        "--parallelism=1", "--max_steps=24", f"--out_dir={out}",
+    ]  # fmt: skip
+    # A third instance, started alongside, has a typo in --policy: it fails at once, cleanly.
+    bad = [script, "--environment=FAKE_PIXELS", "--policy=Nope", "--num_rollouts=2",
+           f"--out_dir={tmp_path / 'bad'}"]  # fmt: skip
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    procs = [subprocess.Popen([sys.executable, *a], env=env, cwd=REPO) for a in (args, args)]
+    bad_proc = subprocess.Popen(
+        [sys.executable, *bad], env=env, cwd=REPO, stderr=subprocess.PIPE, text=True
+    )
+    assert [p.wait(timeout=180) for p in procs] == [0, 0]
+    pickles = tfr.list_pickles(out)
+    assert len(pickles) == 6  # each instance drew its own seed: no name collides
+    assert not [n for n in os.listdir(out) if sharded_io.is_tmp_path(n)]
+    seeds = {tfr.load_rollouts(p)[0].metadata["seed"] for p in pickles}
+    assert len(seeds) == 6
+    assert len(os.listdir(os.path.join(out, "runs"))) == 2  # both runs recorded
+    _, err = bad_proc.communicate(timeout=180)
+    assert bad_proc.returncode != 0
+    assert "names there: HastingsRandomPolicy, RandomPolicy" in err and "Traceback" not in err
+    assert not (tmp_path / "bad").exists()  # failed before creating anything
+
+
+# ---- corrupted shards -------------------------------------------------------------------------------
+def _write_shards(directory, n=3, compression="GZIP"):
+    rollouts = gym_rollouts.serial_rollouts(
+        FAKE.make_fn(), fake_policies.RandomPolicy, n, 24, seed=0, progress=False
+    )
+    paths = []
+    for i, r in enumerate(rollouts):
+        p = os.path.join(directory, sharded_io.shard_name("rollouts-train", i, n))
+        sharded_io.write_tfrecord(p, [r.serialize(), r.serialize()], compression)
+        paths.append(p)
+    return paths
+
+
+@pytest.mark.parametrize("compression", ["none", "GZIP", "ZLIB"])
+def test_truncated_shard_found_healthy_not(tmp_path, compression):
+    healthy, truncated, _ = _write_shards(str(tmp_path), compression=compression)
+    data = open(truncated, "rb").read()
+    with open(truncated, "wb") as f:
+        f.write(data[: len(data) * 2 // 3])
+    (tmp_path / ".rollouts-train.tfrecord-00005-of-00009.tmp-abc").write_bytes(b"partial")
+    bad, checked = corrupted.find_corrupted_tfrecords(str(tmp_path / "*.tfrecord-*"), False)
+    assert checked == 3  # the writer's temporary file is not a shard
+    assert [p for p, _ in bad] == [truncated]
+    assert corrupted.check_tfrecord_file(healthy) == (2, None)
+
+
+def test_find_corrupted_script_exit_status_and_quarantine(tmp_path):
+    d = tmp_path / "shards"
+    d.mkdir()
+    _, truncated, _ = _write_shards(str(d))
+    data = open(truncated, "rb").read()
+    open(truncated, "wb").write(data[:-20])
+    bad, _ = corrupted.find_corrupted_tfrecords(f"{d}/*.tfrecord-*", False)
+    assert corrupted.dispose_corrupted(bad) == [] and os.path.exists(truncated)  # no flag: kept
+    q = tmp_path / "quarantine"
+    res = _run_script(
+        os.path.join(SCRIPTS, "find_corrupted_tfrecords.py"),
+        f"--pattern={d}/*.tfrecord-*",
+        f"--quarantine_dir={q}",
+    )
+    assert res.returncode == 1 and truncated in res.stdout, res.stderr
+    assert "1 of 3 files corrupted" in res.stderr
+    assert not os.path.exists(truncated) and os.listdir(q) == [os.path.basename(truncated)]
+    assert corrupted.find_corrupted_tfrecords(f"{d}/*.tfrecord-*", False) == ([], 2)
+    with pytest.raises(ValueError, match="matches no files"):
+        corrupted.find_corrupted_tfrecords(f"{tmp_path}/nothing*", False)
+
+
+# ---- killed conversions -----------------------------------------------------------------------------
+def _pickle_dir(tmp_path, n):
+    pdir = str(tmp_path / "pickles")
+    collect.collect_rollouts(
+        "FAKE_PIXELS", "RandomPolicy", num_rollouts=n, parallelism=1, max_steps=24,
+        out_dir=pdir, seed=9, progress=False,
+    )  # fmt: skip
+    return pdir
+
+
+def test_failed_conversion_leaves_nothing_corrupted_and_rerun_resumes(tmp_path, monkeypatch):
+    pdir, out = _pickle_dir(tmp_path, 6), str(tmp_path / "tfr")
+    real = tfr.convert_shard
+    calls = []
+
+    def failing(*args, **kwargs):
+        if len(calls) == 2:
+            raise KeyboardInterrupt("simulated kill between shards")
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tfr, "convert_shard", failing)
+    kw = dict(pickles_per_tfrecord_file=1, validation_fraction=0.0, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        tfr.convert_pickles_to_tfrecords(pdir, out, **kw)
+    done = sharded_io.list_shards(f"{out}/*.tfrecord-*")
+    assert done == sorted(calls)
+    assert corrupted.find_corrupted_tfrecords(f"{out}/*.tfrecord-*", False)[0] == []
+    mtimes = {f: os.stat(f).st_mtime_ns for f in done}
+    monkeypatch.setattr(tfr, "convert_shard", real)
+    s = tfr.convert_pickles_to_tfrecords(pdir, out, **kw)
+    assert s["skipped"] == 2 and s["written"] == 4
+    assert {f: os.stat(f).st_mtime_ns for f in done} == mtimes
+    assert len(_read_shards(sharded_io.list_shards(f"{out}/*.tfrecord-*"))) == 6
+
+
+def test_sigkilled_conversion_leaves_nothing_corrupted_and_rerun_resumes(tmp_path):
+    pdir, out = _pickle_dir(tmp_path, 8), str(tmp_path / "tfr")
+    driver = tmp_path / "slow_convert.py"
+    driver.write_text(textwrap.dedent(f"""
+        import time
+        from rl755.data_gen import tfrecords as tfr
+        real = tfr.convert_shard
+        def slow(*a, **k):
+            out = real(*a, **k)
+            time.sleep(0.4)
+            return out
+        tfr.convert_shard = slow
+        tfr.convert_pickles_to_tfrecords({pdir!r}, {out!r}, pickles_per_tfrecord_file=1,
+                                         validation_fraction=0.0, progress=False)
+    """))  # fmt: skip
+    proc = subprocess.Popen([sys.executable, str(driver)], env=dict(os.environ), cwd=REPO)
+    deadline = time.time() + 120
+    while len(sharded_io.list_shards(f"{out}/*.tfrecord-*")) < 2:
+        assert proc.poll() is None and time.time() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = sharded_io.list_shards(f"{out}/*.tfrecord-*")
+    assert 2 <= len(done) < 8
+    assert corrupted.find_corrupted_tfrecords(f"{out}/*.tfrecord-*", False)[0] == []
+    mtimes = {f: os.stat(f).st_mtime_ns for f in done}
+    s = tfr.convert_pickles_to_tfrecords(
+        pdir, out, pickles_per_tfrecord_file=1, validation_fraction=0.0, progress=False
+    )
+    assert s["skipped"] == len(done) and s["written"] == 8 - len(done)
+    assert {f: os.stat(f).st_mtime_ns for f in done} == mtimes
+    assert len(_read_shards(sharded_io.list_shards(f"{out}/*.tfrecord-*"))) == 8
+
+
+def test_conversion_refuses_to_mix_with_other_plans(tmp_path):
+    pdir, out = _pickle_dir(tmp_path, 3), str(tmp_path / "tfr")
+    tfr.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=1, progress=False)
+    with pytest.raises(BadInput, match="other arguments"):
+        tfr.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=2, progress=False)
+
+
+# ---- bad input -----------------------------------------------------------------------------------------
+def test_bad_conversion_inputs_fail_fast_with_advice(tmp_path):
+    out = str(tmp_path / "out")
+    with pytest.raises(BadInput, match="does not exist.*parallel_rollout_main"):
+        tfr.convert_pickles_to_tfrecords(str(tmp_path / "nope"), out, progress=False)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(BadInput, match="holds no \\*.pickle files.*Collect rollouts first"):
+        tfr.convert_pickles_to_tfrecords(str(empty), out, progress=False)
+    pdir = _pickle_dir(tmp_path, 2)
+    with pytest.raises(BadInput, match="pickles_per_tfrecord_file must be a positive"):
+        tfr.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=0, progress=False)
+    with pytest.raises(BadInput, match="parallelism must be a positive"):
+        tfr.convert_pickles_to_tfrecords(pdir, out, parallelism=-1, progress=False)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(BadInput, match="is a file; pass a directory"):
+        tfr.convert_pickles_to_tfrecords(pdir, str(afile), progress=False)
+    good = tfr.list_pickles(pdir)[0]
+    cases = {
+        "dict.pickle": pickle.dumps({"a": 1}),
+        "ints.pickle": pickle.dumps([1, 2, 3]),
+        "rollout.pickle": pickle.dumps(tfr.load_rollouts(good)[0]),
+        "truncated.pickle": open(good, "rb").read()[:-100],
+        "text.pickle": b"hello.",
+    }
+    for name, data in cases.items():
+        bad_dir = tmp_path / f"bad_{name}"
+        bad_dir.mkdir()
+        (bad_dir / "a.pickle").write_bytes(open(good, "rb").read())
+        (bad_dir / name).write_bytes(data)
+        with pytest.raises(BadInput, match=f"{name} is not a pickled list of Rollouts"):
+            tfr.convert_pickles_to_tfrecords(str(bad_dir), out + name, progress=False)
+        assert not os.path.exists(out + name) or not os.listdir(out + name)
+
+
+def test_bad_collection_inputs_fail_fast_with_advice(tmp_path):
+    kw = dict(parallelism=1, max_steps=10, progress=False)
+    with pytest.raises(BadInput, match="Valid --environment values: CAR_RACING, FAKE_PIXELS"):
+        collect.collect_rollouts("CARRACING", "RandomPolicy", num_rollouts=1, **kw)
+    with pytest.raises(BadInput, match="num_rollouts must be a positive integer"):
+        collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", num_rollouts=0, **kw)
+    with pytest.raises(BadInput, match="parallelism must be a positive integer"):
+        collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, parallelism=0, max_steps=3)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(BadInput, match="is a file"):
+        collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, out_dir=str(afile), **kw)
+    with pytest.raises(BadInput, match="compression applies to --out_format=tfrecord"):
+        collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, compression="GZIP", **kw)
+
+
+@pytest.mark.parametrize("env", [Environments.CAR_RACING, FAKE])
+def test_policy_lookup_errors_list_valid_names(env):
+    assert collect.resolve_policy(env, "HastingsRandomPolicy").__name__ == "HastingsRandomPolicy"
+    with pytest.raises(BadInput, match="HastingsRandomPolicy, RandomPolicy"):
+        collect.resolve_policy(env, "RandomPolicyy")
+
+
+# ---- policies ------------------------------------------------------------------------------------------
+def test_hastings_policy_is_smooth_and_drives_forward_on_car_racing():
+    kw = dict(num_rollouts=1, max_steps=120, seed=1)
+    hastings = policy_stats.measure_policy(
+        Environments.CAR_RACING, car_policies.HastingsRandomPolicy, **kw
+    )
+    uniform = policy_stats.measure_policy(Environments.CAR_RACING, car_policies.RandomPolicy, **kw)
+    assert hastings["action_autocorr"][0] > 0.8 and hastings["action_autocorr"][1] > 0.8
+    assert abs(uniform["action_autocorr"][0]) < 0.3
+    assert hastings["tiles_per_rollout"] > 2 * uniform["tiles_per_rollout"]
+    assert hastings["road_fraction"] > 0.6
+
+
+def test_random_policy_covers_the_action_box():
+    env = FAKE.make()
+    p = fake_policies.RandomPolicy()
+    p.initialize(env, 500, seed=0)
+    a = np.stack([p.sample_action(None, t, None) for t in range(500)])
+    assert a.dtype == np.float32
+    np.testing.assert_array_less(FAKE.action_low - 1e-6, a.min(0))
+    np.testing.assert_array_less(a.max(0), FAKE.action_high + 1e-6)
+    assert a.min(0)[0] < -0.9 and a.max(0)[0] > 0.9 and a.max(0)[1] > 0.9
