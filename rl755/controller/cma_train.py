@@ -179,6 +179,7 @@ def train_controller(
     make_env: Callable | None = None,
     dream_initial_seeds=None,
     hparams: dict | None = None,
+    real_evaluator: RealEvaluator | None = None,
 ) -> dict:
     """Runs (or resumes) CMA-ES training of `spec`'s controller; see the module docstring.
 
@@ -189,6 +190,8 @@ def train_controller(
       make_env: environment constructor (default `spec.env.make_fn()`).
       dream_initial_seeds: reset seeds of the dream's initial frames (default: derived).
       hparams: flags to show in TensorBoard's text tab.
+      real_evaluator: an existing pool for real episodes (kept open); default: one is built
+        from `pool` and closed at the end.
     Returns:
       {"generation", "best_fitness", "best_params" [N], "history", "evals", "model_dir"}.
     """
@@ -273,10 +276,10 @@ def train_controller(
             tf.summary.text("hparams", "| flag | value |\n|---|---|\n" + table, step=0)
 
     need_real = cfg.mode == "real" or cfg.eval_every > 0
-    real = None
+    real = real_evaluator
     dream = None
     try:
-        if need_real and start < cfg.generations:
+        if need_real and start < cfg.generations and real is None:
             real = RealEvaluator(
                 spec,
                 make_env,
@@ -403,7 +406,7 @@ def train_controller(
                 record["steps_per_s"],
             )
     finally:
-        if real is not None:
+        if real is not None and real is not real_evaluator:
             real.close()
         writer.close()
     with sharded_io.atomic_output(os.path.join(model_dir, "summary.json")) as tmp:

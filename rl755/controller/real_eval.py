@@ -132,7 +132,7 @@ class RealEvaluator:
         import ray
         from ray.exceptions import GetTimeoutError, RayError
 
-        for attempt in range(self.max_failures):
+        for _ in range(self.max_failures):
             refs = [a.ready.remote() for a in self._actors]
             bad = []
             for i, ref in enumerate(refs):
@@ -211,6 +211,7 @@ class RealEvaluator:
                 len(failures[chunk]),
                 self.max_failures,
             )
+            self._replace(actor)  # the pool stays usable even when the run stops below
             if len(failures[chunk]) >= self.max_failures:
                 raise WorkerFailure(
                     f"Trial batch {chunk} (jobs {chunks[chunk][0]}-{chunks[chunk][1] - 1}) failed "
@@ -218,7 +219,6 @@ class RealEvaluator:
                     "(Ray: /tmp/ray/session_latest/logs); raise --trial_timeout_s if episodes "
                     "are just slow."
                 )
-            self._replace(actor)
             queue.appendleft(chunk)
             idle.append(actor)
 
