@@ -214,3 +214,47 @@ def test_mismatched_sizes_and_unknown_names_fail_before_training(encoded_dir, tm
         _train(tmp_path / "m4", 1, rollouts_pattern=str(tmp_path / "nowhere-{split}*"))
     for d in ("m1", "m2", "m3", "m4"):
         assert not os.path.exists(tmp_path / d)
+
+
+@pytest.mark.slurm
+def test_two_srun_tasks_train_one_model_with_multi_worker_strategy(encoded_dir, tmp_path):
+    """The script under `srun --ntasks=2` (one node, no GPUs): MultiWorkerMirroredStrategy
+    via SlurmClusterResolver; both workers see the same losses, only the chief saves."""
+    from slurm_helpers import slurm_unavailable_reason
+
+    if slurm_unavailable_reason():
+        pytest.skip(slurm_unavailable_reason())
+    repo = os.path.dirname(TESTS_DIR)
+    model_dir = tmp_path / "mw"
+    cmd = [
+        "srun",
+        "--ntasks=2",
+        "--nodes=1",
+        "--time=5",
+        "--job-name=rl755-test-mw",
+        sys.executable,
+        os.path.join(repo, "scripts/models/train_sequential_model.py"),
+        "--environment=FAKE_PIXELS",
+        "--model=lstm.deterministic_lstm",
+        "--rollouts_dataset=VaeEncodedRollouts",
+        f"--rollouts_pattern={encoded_dir}/encoded-{{split}}*.tfrecord-*",
+        f"--model_dir={model_dir}",
+        "--train_steps=2",
+        "--batch_size=4",
+        "--sequence_length=6",
+        "--save_every_n_steps=2",
+        "--validation_steps=0",
+        "--num_threads=1",
+    ]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=repo)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("Training on 2 replica(s)") == 2
+    losses = [
+        line.split("loss")[1].split()[0]
+        for line in proc.stderr.splitlines()
+        if "step 2/2  loss" in line
+    ]
+    assert len(losses) == 2 and losses[0] == losses[1]
+    assert [s for s, _ in ts.list_checkpoints(str(model_dir))] == [2]
+    assert len(glob.glob(str(model_dir / "runs" / "*.json"))) == 2

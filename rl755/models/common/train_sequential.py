@@ -59,14 +59,17 @@ def make_strategy() -> tf.distribute.Strategy:
 
     Call before any other TensorFlow op (multi-worker collectives are set up at creation)."""
     if int(os.environ.get("SLURM_STEP_NUM_TASKS", "1")) > 1:
-        from tensorflow.distribute.cluster_resolver import SlurmClusterResolver
-
+        SlurmClusterResolver = tf.distribute.cluster_resolver.SlurmClusterResolver
         if tf.config.list_physical_devices("GPU"):
             resolver = SlurmClusterResolver()
         else:
-            # gpus_per_node=0 raises inside the resolver; on CPU-only nodes claim one GPU
-            # per task and keep it from touching CUDA_VISIBLE_DEVICES.
-            resolver = SlurmClusterResolver(gpus_per_node=1, gpus_per_task=1, auto_set_gpu=False)
+            # gpus_per_node=0 raises inside the resolver, and it checks tasks_per_node *
+            # gpus_per_task <= gpus_per_node: on CPU-only nodes claim one pretend GPU per
+            # task and keep the resolver away from CUDA_VISIBLE_DEVICES.
+            num_tasks = int(os.environ["SLURM_STEP_NUM_TASKS"])
+            resolver = SlurmClusterResolver(
+                gpus_per_node=num_tasks, gpus_per_task=1, auto_set_gpu=False
+            )
         logging.info(
             "Multi-worker training: task %d of %s (%s)",
             resolver.task_id,
@@ -480,6 +483,8 @@ def train_from_names(
     from rl755.environments import Environments
 
     tf_setup.limit_threads(num_threads)
+    # First: a multi-worker strategy must be created before TensorFlow initializes.
+    strategy = make_strategy()
     env = Environments.from_name(environment)
     folder = env.folder_name
     model_fn = resolve(f"rl755.models.{folder}", model, base_class=SequentialModel, what="model")
@@ -506,7 +511,6 @@ def train_from_names(
         f"Dataset {rollouts_dataset} ({builder.tfrecords_pattern()})",
     )
     del probe
-    strategy = make_strategy()
     logging.info("Training on %d replica(s).", strategy.num_replicas_in_sync)
     info = dict(
         environment=env.name,
