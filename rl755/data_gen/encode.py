@@ -265,7 +265,7 @@ def encode_raw_rollouts(
 ) -> dict:
     """Encodes this instance's outer shard into `num_sub_shards` files; see module docstring.
 
-    Returns {"out_dir", "written": [paths], "skipped": [paths], "rollouts", "frames"}.
+    Returns {"out_dir", "written": [paths], "skipped": [paths], "rollouts", "frames", "seconds"}.
     """
     tf_setup.limit_threads(num_threads)
     select_gpu(gpu_index)
@@ -314,7 +314,14 @@ def encode_raw_rollouts(
             "has_std_devs",
         ],
     )
-    result = {"out_dir": out_dir, "written": [], "skipped": [], "rollouts": 0, "frames": 0}
+    result = {
+        "out_dir": out_dir,
+        "written": [],
+        "skipped": [],
+        "rollouts": 0,
+        "frames": 0,
+        "seconds": 0.0,  # reading, encoding and writing the sub shards (not set-up)
+    }
     flags = run_flags if run_flags is not None else {"model": model, "split": split}
     with run_record.record_run(out_dir, flags, stage="encode_raw_rollouts"):
         options = None
@@ -352,6 +359,7 @@ def encode_raw_rollouts(
             result["written"].append(final)
             result["rollouts"] += n_rollouts
             result["frames"] += n_frames
+            result["seconds"] += secs
             logging.info(
                 "sub shard %d/%d: %d rollouts, %d frames from %d files in %.1f s (%.0f frames/s) "
                 "-> %s",

@@ -204,8 +204,14 @@ class ConvVae(ObservationEncoder):
         rec = tf.reduce_mean(self.get_loss_fn()(x, recon))
         return rec + tf.add_n(self.losses)
 
+    def build(self, input_shape=None) -> None:
+        """Creates every weight by running the layers on one dummy frame (cheap, eager)."""
+        mean, _ = self.encode_posterior(tf.zeros((1, *self.frame_shape), tf.uint8))
+        self.decode(mean)
+        self.built = True
+
     def build_for_frames(self) -> ConvVae:
-        """Creates the weights by running one dummy frame; returns self."""
+        """Builds the model for raw frames of `frame_shape` if needed; returns self."""
         if not self.built:
-            self(tf.zeros((1, *self.frame_shape), tf.uint8), training=False)
+            self.build((None, *self.frame_shape))
         return self

@@ -78,7 +78,9 @@ def make_encoder(
 
 def build_encoder(encoder: ObservationEncoder, observation_shape) -> ObservationEncoder:
     """Creates the weights by running one dummy frame uint8 [1, *observation_shape]."""
-    if not encoder.built:
+    if hasattr(encoder, "build_for_frames"):
+        encoder.build_for_frames()
+    elif not encoder.built:
         encoder(tf.zeros((1, *observation_shape), tf.uint8), training=False)
     return encoder
 
