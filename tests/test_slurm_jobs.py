@@ -87,6 +87,34 @@ def test_array_splits_work_exactly_into_one_out_dir(tmp_path):
         assert os.path.exists(os.path.join(out, "slurm", f"logs-{result.job_id}_{task}.out"))
 
 
+@pytest.mark.timeout(400)
+def test_rollout_collection_split_over_an_array(tmp_path):
+    """The real stage 1 script on the fake env: 5 rollouts as 2 array tasks (3 + 2)."""
+    script = os.path.join(REPO, "scripts", "data_gen", "car_racing", "parallel_rollout_main.py")
+    out = str(tmp_path / "raw")
+    result = launcher.launch(
+        script,
+        {
+            "environment": "FAKE_PIXELS",
+            "policy": "RandomPolicy",
+            "num_rollouts": 5,
+            "parallelism": 1,
+            "max_steps": 24,
+            "out_dir": out,
+        },
+        resources=Resources(cpus=1, mem="1G", time="10"),
+        array=ArraySpec(num_tasks=2, split=("num_rollouts",)),
+    )
+    assert wait_job(result.job_id, timeout=360) == "COMPLETED"
+    assert len(glob.glob(os.path.join(out, "*.pickle"))) == 5
+    records = _records(out)
+    assert sorted(r["slurm"]["array_task_id"] for r in records) == ["0", "1"]
+    assert sorted(r["flags"]["num_rollouts"] for r in records) == [2, 3]
+    rows = status.collect_status(out, with_metrics=False)
+    assert [r.state for r in rows] == ["COMPLETED", "COMPLETED"]
+    assert sorted(r.job for r in rows) == [f"{result.job_id}_0", f"{result.job_id}_1"]
+
+
 @pytest.mark.timeout(300)
 def test_chain_failed_parent_cancels_dependents_and_status_shows_it(tmp_path):
     stages = [

@@ -1,0 +1,101 @@
+"""rl755.slurm.status without SLURM: records, submissions, TensorBoard scalars, table."""
+
+import json
+import os
+import socket
+
+import tensorflow as tf
+
+from rl755.common import run_record
+from rl755.slurm import status
+
+
+def _write_scalars(logdir, values, v1=False):
+    if v1:  # TF1-style simple_value summaries
+        with tf.compat.v1.Graph().as_default():
+            writer = tf.compat.v1.summary.FileWriter(logdir)
+            for step, v in enumerate(values):
+                summ = tf.compat.v1.Summary(
+                    value=[tf.compat.v1.Summary.Value(tag="reward", simple_value=v)]
+                )
+                writer.add_summary(summ, step)
+            writer.close()
+        return
+    writer = tf.summary.create_file_writer(logdir)
+    with writer.as_default():
+        for step, v in enumerate(values):
+            tf.summary.scalar("loss", v, step=step)
+            tf.summary.text("note", "not a scalar", step=step)
+    writer.close()
+
+
+def test_rows_from_records_with_latest_metrics_and_tensorboard_dirs(tmp_path):
+    model_dir = tmp_path / "exp" / "vae"
+    with run_record.record_run(str(model_dir), {"lr": 1e-3}, "train_vae"):
+        _write_scalars(str(model_dir / "train"), [3.0, 2.0, 0.5])
+        _write_scalars(str(model_dir / "eval"), [9.0, 1.5], v1=True)
+    with_failure = tmp_path / "exp" / "ctrl"
+    try:
+        with run_record.record_run(str(with_failure), {}, "controller"):
+            raise RuntimeError("diverged")
+    except RuntimeError:
+        pass
+    rows = status.collect_status(str(tmp_path))
+    assert [r.stage for r in rows] == ["train_vae", "controller"]
+    vae, ctrl = rows
+    assert (vae.state, vae.state_source, vae.job) == ("completed", "record", "")
+    assert vae.metrics == {"train/loss": (2, 0.5), "eval/reward": (1, 1.5)}
+    assert vae.tensorboard_dirs == [str(model_dir / "eval"), str(model_dir / "train")]
+    assert ctrl.state == "failed" and ctrl.error == "RuntimeError: diverged"
+    table = status.format_table(rows, str(tmp_path))
+    header, first, second = table.splitlines()[:3]
+    assert header.split() == [
+        "STAGE", "STATE", "JOB", "HOST", "STARTED", "ELAPSED", "OUT_DIR", "METRICS", "TB",
+    ]  # fmt: skip
+    assert "train/loss=0.5@2" in first and "exp/vae/eval,exp/vae/train" in first
+    assert "! controller" in table and "diverged" in table
+    assert "tensorboard --logdir " + str(model_dir) in table
+    assert "train/loss" not in status.format_table(rows, str(tmp_path), metrics="reward")
+    assert json.loads(status.to_json(rows))[0]["metrics"]["train/loss"] == [2, 0.5]
+
+
+def test_running_record_of_dead_local_process_is_lost(tmp_path):
+    rec = run_record.RunRecord(str(tmp_path), {}, "collect")
+    rec.data.update(pid=2**22 + 12345, host=socket.gethostname())  # no such process
+    rec.write()
+    alive = run_record.RunRecord(str(tmp_path / "b"), {}, "collect")
+    alive.write()  # this process: still running
+    states = sorted(r.state for r in status.collect_status(str(tmp_path)))
+    assert states == [status.LOST, "running"]
+
+
+def test_submission_without_record_and_unknown_job(tmp_path):
+    slurm_dir = tmp_path / "out" / "slurm"
+    os.makedirs(slurm_dir)
+    (slurm_dir / "job-999999.json").write_text(
+        json.dumps({"job_id": "999999", "name": "encode", "num_tasks": 1, "out_dir": None})
+    )
+    (row,) = status.collect_status(str(tmp_path))
+    assert row.stage == "encode" and row.job == "999999"
+    assert row.state.startswith("unknown") and row.state_source == "submission"
+
+
+def test_parse_scontrol_array_tasks():
+    text = (
+        "JobId=12 ArrayJobId=10 ArrayTaskId=2 JobName=collect JobState=RUNNING Reason=None "
+        "ExitCode=0:0 Command=/x y\n"
+        "JobId=13 JobName=train JobState=PENDING Reason=Dependency ExitCode=0:0\n"
+    )
+    a, b = status.parse_scontrol(text)
+    assert (a.job_id, a.array_job_id, a.array_task_id, a.state) == ("12", "10", "2", "RUNNING")
+    assert (b.job_id, b.array_job_id, b.state, b.reason) == ("13", None, "PENDING", "Dependency")
+
+
+def test_truncated_event_file_is_read_up_to_the_tail(tmp_path):
+    _write_scalars(str(tmp_path), [1.0, 2.0], v1=True)  # the last record: step 1's scalar
+    (path,) = [os.path.join(tmp_path, f) for f in os.listdir(tmp_path)]
+    data = open(path, "rb").read()
+    assert status.last_scalars(path) == {"reward": (1, 2.0)}
+    with open(path, "wb") as f:
+        f.write(data[:-7])  # a writer still busy with its last record
+    assert status.last_scalars(path) == {"reward": (0, 1.0)}
