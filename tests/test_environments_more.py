@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rl755.common import sharded_io
 from rl755.data_gen.gym_rollouts import single_rollout
 from rl755.environments import Environments
 
@@ -139,43 +138,45 @@ def test_repeat_random_policy_holds_each_action_k_steps():
 
 # ---- stage 1 and the dataset readers ----------------------------------------------------------
 @pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
-def test_real_rollouts_through_tfrecords_and_raw_rollouts(env_enum):
+def test_real_rollouts_through_stage_1_and_raw_rollouts(env_enum):
+    """collect_rollouts (stage 1, tfrecord) -> the environment's RawRollouts reader."""
+    from rl755.data_gen.collect import collect_rollouts
+    from rl755.data_gen.gym_rollouts import rollout_seed
+
     policies = _folder_module(env_enum, "models", "policies")
     raw_rollouts = _folder_module(env_enum, "data", "raw_rollouts")
-    rollouts = [
-        single_rollout(env_enum.make_fn(), policies.RepeatRandomPolicy, max_steps=12, seed=s)
-        for s in (0, 1)
-    ]
-    for r in rollouts:
-        assert len(r) == 12 and r.obs_l[0].shape == (64, 64, 3)
-        assert np.all(np.stack(r.action_l).sum(-1) == 1.0)
-
-    # Where the default RawRollouts() reads (the conftest points the data dir at tmp_path).
+    out = collect_rollouts(
+        env_enum.name,
+        "RepeatRandomPolicy",
+        num_rollouts=2,
+        parallelism=1,
+        max_steps=12,
+        out_format="tfrecord",
+        seed=0,
+        validation_fraction=0.0,
+        progress=False,
+    )
+    assert out["rollouts"] == 2 and out["frames"] == 24
+    # Written where the default RawRollouts() reads (conftest points the data dir at tmp_path).
     builder = raw_rollouts.RawRollouts()
-    pattern = builder.tfrecords_pattern()
-    out_dir = os.path.dirname(pattern)
-    os.makedirs(out_dir)
-    sharded_io.write_tfrecord(
-        os.path.join(out_dir, sharded_io.shard_name("rollouts-train", 0, 1)),
-        [r.serialize() for r in rollouts],
-        "GZIP",
-    )
-    sharded_io.write_dataset_info(
-        out_dir,
-        {"environment": env_enum.name, "observation_shape": list(env_enum.observation_shape)},
-    )
+    assert os.path.dirname(builder.tfrecords_pattern()) == out["out_dir"]
     read = list(builder.rollouts_ds("train", shuffle_files=False).as_numpy_iterator())
     assert len(read) == 2
     n = env_enum.num_discrete_actions
     for r in read:
         assert r["observations"].shape == (12, 64, 64, 3) and r["observations"].dtype == np.uint8
         assert r["actions"].shape == (12, n) and r["actions"].dtype == np.float32
+        assert np.all(r["actions"].sum(-1) == 1.0)  # one-hot
         assert r["rewards"].shape == (12,) and r["rewards"].dtype == np.float32
         assert r["done"].dtype == bool
-    for got, want in zip(read, rollouts):  # one shard, read in order
-        np.testing.assert_array_equal(got["observations"], np.stack(want.obs_l))
-        np.testing.assert_array_equal(got["actions"], np.stack(want.action_l))
-        np.testing.assert_allclose(got["rewards"], want.reward_l)
+    # Same seed, same policy -> the same game, replayed here in-process.
+    want = single_rollout(
+        env_enum.make_fn(), policies.RepeatRandomPolicy, max_steps=12, seed=rollout_seed(0, 0)
+    )
+    got = [r for r in read if np.array_equal(r["actions"], np.stack(want.action_l))]
+    assert got, "rollout 0 of the run is not in the shards"
+    np.testing.assert_array_equal(got[0]["observations"], np.stack(want.obs_l))
+    np.testing.assert_allclose(got[0]["rewards"], want.reward_l)
     frames = list(builder.random_rollout_observations(obs_sampled_per_rollout=5, repeat=False))
     assert len(frames) == 10 and frames[0].shape == (64, 64, 3) and frames[0].dtype == tf.uint8
 
