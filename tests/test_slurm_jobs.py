@@ -259,30 +259,38 @@ def test_requeued_job_resumes_without_redoing_work(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_ray_on_slurm_single_node(tmp_path):
-    """scripts/ray_on_slurm.sh inside a real job: head up, command gets --ray_address."""
-    probe = tmp_path / "probe.py"
+    """launch(ray=True): scripts/ray_on_slurm.sh in a real job, the stage gets --ray_address."""
+    probe = tmp_path / "ray_stage.py"
     probe.write_text(
-        "import os, sys, ray\n"
-        "addr = [a.split('=', 1)[1] for a in sys.argv[1:] if a.startswith('--ray_address=')][0]\n"
-        "assert addr == os.environ['RAY_ADDRESS']\n"
-        "ray.init(address=addr, log_to_driver=False)\n"
-        "f = ray.remote(lambda x: x * 2)\n"
-        "print('RESULT', sum(ray.get([f.remote(i) for i in range(10)])), len(ray.nodes()))\n"
+        "import os\n"
+        "from absl import app, flags\n"
+        "flags.DEFINE_string('ray_address', None, 'Ray cluster')\n"
+        "flags.DEFINE_string('out_dir', None, 'out')\n"
+        "def main(argv):\n"
+        "    import ray\n"
+        "    addr = flags.FLAGS.ray_address\n"
+        "    assert addr and addr == os.environ['RAY_ADDRESS'], addr\n"
+        "    ray.init(address=addr, log_to_driver=False)\n"
+        "    f = ray.remote(lambda x: x * 2)\n"
+        "    print('RESULT', sum(ray.get([f.remote(i) for i in range(10)])), len(ray.nodes()))\n"
+        "app.run(main)\n"
     )
-    log = tmp_path / "ray.out"
-    job_id = subprocess.run(
-        ["sbatch", "--parsable", "-c", "2", "--mem=2G", "--time=10", "-o", str(log), "--wrap"]
-        + [f"bash {REPO}/scripts/ray_on_slurm.sh --timeout=240 -- {sys.executable} {probe}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    out = str(tmp_path / "out")
+    result = launcher.launch(
+        str(probe),
+        {"out_dir": out},
+        resources=Resources(cpus=2, mem="2G", time="10"),
+        ray=True,
+    )
     try:
-        assert wait_job(job_id, timeout=360) == "COMPLETED", open(log).read()[-3000:]
+        final = wait_job(result.job_id, timeout=360)
     finally:
-        cancel(job_id)
-    text = open(log).read()
-    assert "RESULT 90 1" in text
+        cancel(result.job_id)
+    log = open(os.path.join(out, "slurm", f"logs-{result.job_id}.out")).read()
+    assert final == "COMPLETED", log[-3000:]
+    assert "RESULT 90 1" in log
     # Ray's processes went away with the job (their temp dir names the job)
-    left = subprocess.run(["pgrep", "-f", f"/tmp/ray-{job_id}"], capture_output=True, text=True)
+    left = subprocess.run(
+        ["pgrep", "-f", f"/tmp/ray-{result.job_id}"], capture_output=True, text=True
+    )
     assert left.stdout.strip() == ""

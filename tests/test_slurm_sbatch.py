@@ -231,3 +231,11 @@ def test_chain_dependency_names_are_checked():
         )
     with pytest.raises(ValueError, match="unique"):
         chain.submit_chain([chain.Stage("a", TOY, {}), chain.Stage("a", TOY, {})], check=False)
+
+
+def test_ray_wraps_the_stage_in_ray_on_slurm(tmp_path):
+    result = launcher.launch(TOY, {"out_dir": str(tmp_path)}, ray=True, check=False, dry_run=True)
+    text = open(result.sbatch_script).read()
+    assert f"bash {launcher.RAY_ON_SLURM} -- {sys.executable} {TOY} --out_dir={tmp_path}" in text
+    with pytest.raises(ValueError, match="sets --ray_address"):
+        launcher.launch(TOY, {"ray_address": "x"}, ray=True, check=False, dry_run=True)

@@ -25,6 +25,7 @@ list order and the chain stops at the first failure (later results have returnco
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 from collections.abc import Sequence
 
@@ -94,10 +95,15 @@ def submit_chain(
     Locally, stages after a failed one are not run (their returncode stays None).
     """
     deps = _dependencies(stages)
-    if check:
-        for stage in stages:
-            expanded = launcher.expand_instances(stage.flags, stage.array or ArraySpec())
-            launcher.check_stage(stage.script, expanded[0][0], python)
+    if check:  # all at once: each check starts the stage's interpreter and imports
+        firsts = [launcher.expand_instances(s.flags, s.array or ArraySpec())[0][0] for s in stages]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            futures = [
+                pool.submit(launcher.check_stage, s.script, f, python)
+                for s, f in zip(stages, firsts)
+            ]
+            for future in futures:
+                future.result()
     results: list[LaunchResult] = []
     job_ids: dict[str, str] = {}
     failed = False
