@@ -1,0 +1,137 @@
+"""End to end: the five stages chained by scripts/pipeline.py, each reading the previous
+stage's outputs, on the fake environment and on CarRacing at a tiny size."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rl755 import pipeline
+from rl755.common import sharded_io
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_pipeline(preset, out_dir, *extra):
+    cmd = [
+        sys.executable,
+        os.path.join(REPO, "scripts/pipeline.py"),
+        f"--preset={preset}",
+        f"--out_dir={out_dir}",
+        "--num_threads=1",
+        *extra,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return proc.stdout
+
+
+def _check_chain(preset_name, out_dir, monkeypatch):
+    """Each stage's outputs are what the next stage reads."""
+    preset = pipeline.get_preset(preset_name)
+    for key, value in pipeline.stage_environ(str(out_dir)).items():
+        monkeypatch.setenv(key, value)
+    from rl755.common.lookup import resolve
+    from rl755.environments import Environments
+
+    env = Environments.from_name(preset.environment)
+    models, data = env.folder_module("models"), env.folder_module("data")
+    # Stage 1 -> 2: raw rollouts readable by RawRollouts.
+    raw = resolve(data, "raw_rollouts.RawRollouts")()
+    frames = next(raw.random_rollout_observations(repeat=False).as_numpy_iterator())
+    assert frames.shape == env.observation_shape and frames.dtype == np.uint8
+    # Stage 2 -> 3: the registry loads the trained encoder.
+    encoder = resolve(models, f"saved_models.{preset.encoder_name}")()
+    assert encoder.representation_size == preset.representation_size
+    # Stage 3 -> 4: the encoded dataset matches the encoder.
+    encoded = resolve(data, f"encoded_rollouts.{preset.encoded_dataset}")()
+    assert encoded.representation_size() == preset.representation_size
+    rollout = next(encoded.rollouts_ds(shuffle_files=False).as_numpy_iterator())
+    assert rollout["observations"].shape[1:] == (preset.representation_size,)
+    # Stage 4 -> 5: the registry loads the trained sequential model with fitting sizes.
+    seq = resolve(models, f"saved_models.{preset.sequential_name}")()
+    assert seq.representation_size == preset.representation_size
+    # Stage 5 -> evaluation: scores of the controller and of the random policy.
+    evaluation = json.loads((out_dir / "evaluation" / "evaluation.json").read_text())
+    assert len(evaluation["returns"]) == preset.final_episodes
+    assert "random_policy" in evaluation
+    summary = json.loads((out_dir / "pipeline_summary.json").read_text())
+    assert [r["stage"] for r in summary["stages"]][:7] == [
+        "collect",
+        "train_encoder",
+        "encode_train",
+        "encode_validation",
+        "train_sequential",
+        "train_controller",
+        "evaluate",
+    ]
+    assert all(r["status"] == "ok" for r in summary["stages"])
+    return summary
+
+
+@pytest.mark.slow
+def test_tiny_pipeline_on_fake_env_chains_and_resumes(tmp_path, monkeypatch):
+    out = tmp_path / "tiny"
+    stdout = _run_pipeline("tiny", out)
+    assert "Real-environment score" in stdout and "random policy" in stdout
+    summary = _check_chain("tiny", out, monkeypatch)
+    pictures = sorted(os.listdir(out / "pictures"))
+    assert pictures == [
+        "controller_learning_curve.png",
+        "episode.gif",
+        "predicted_frames.png",
+        "vae_reconstructions.png",
+    ], pictures
+    # Rerun on the same directory: every stage resumes and nothing is redone.
+    raw_files = sharded_io.list_shards(str(out / "data/fake/raw_rollouts/*.tfrecord-*"))
+    mtimes = {f: os.path.getmtime(f) for f in raw_files}
+    _run_pipeline("tiny", out)
+    assert {f: os.path.getmtime(f) for f in raw_files} == mtimes
+    assert sharded_io.list_shards(str(out / "data/fake/raw_rollouts/*.tfrecord-*")) == raw_files
+    assert summary["scores"]["controller"]["mean"] is not None
+
+
+@pytest.mark.slow
+def test_tiny_pipeline_on_car_racing(tmp_path, monkeypatch):
+    out = tmp_path / "car"
+    _run_pipeline("tiny_car_racing", out)
+    _check_chain("tiny_car_racing", out, monkeypatch)
+
+
+def test_presets_resolve_and_bad_names_fail_fast():
+    for preset in pipeline.PRESETS.values():
+        pipeline.check_preset(preset)
+    with pytest.raises(ValueError, match="valid: demo"):
+        pipeline.get_preset("huge")
+    import dataclasses
+
+    bad = dataclasses.replace(pipeline.PRESETS["tiny"], sequential_model="mdn_rnn.nope")
+    with pytest.raises(LookupError, match="mdn_rnn_with_heads"):
+        pipeline.check_preset(bad)
+
+
+def test_world_models_preset_carries_the_paper_settings():
+    p = pipeline.PRESETS["world_models"]
+    assert (p.num_rollouts, p.population, p.trials, p.representation_size) == (10000, 64, 16, 32)
+    stages = pipeline.build_stages(p, "/tmp/unused")
+    collect = stages[0]
+    assert collect.array is not None and collect.array.split == ("num_rollouts",)
+
+
+def test_summary_table_lists_stages_and_scores():
+    summary = {
+        "out_dir": "/x",
+        "total_seconds": 75.0,
+        "stages": [{"stage": "collect", "seconds": 12.0, "status": "ok", "outputs": "/x/data"}],
+        "scores": {
+            "controller": {"mean": 12.5, "std": 1.0},
+            "random_policy": {"mean": -3.0, "std": 2.0},
+            "episodes": 4,
+        },
+    }
+    text = pipeline.format_summary(summary)
+    assert "collect" in text and "12.0 s" in text and "1 min 15 s" in text
+    assert "controller 12.5 ± 1.0  vs  random policy -3.0 ± 2.0" in text
