@@ -10,7 +10,9 @@ Each repeat runs, one after the other on the same cores:
         policy, Rollout -> SequenceExample, compression, atomic shard writes, run record,
         measured until the last shard is renamed into place.
 It prints frames/s of both, their ratio (target >= 0.9 on 2 cores) and bytes on disk per
-frame (target <= 1.1 kB per 96x96x3 frame with GZIP), per repeat and the median.
+frame (target <= 1.1 kB per 96x96x3 frame with GZIP), per repeat and the median, plus the
+CPU time per frame of each (the tool's counts its Ray workers' tasks and this driver), whose
+ratio is less disturbed than wall-clock time when other jobs share the cores.
 Ray start-up and the workers' first import (one-off costs, paid once per job) are warmed
 up before timing and reported separately.
 """
@@ -50,11 +52,12 @@ def _raw_init(env_name: str) -> None:
     _ENV["env"] = Environments[env_name].make()
 
 
-def _raw_rollouts(args) -> int:
-    """Runs rollouts with random actions, storing nothing; returns the number of steps."""
+def _raw_rollouts(args) -> tuple[int, float]:
+    """Runs rollouts with random actions, storing nothing; returns (steps, CPU seconds)."""
     seeds, max_steps = args
     env = _ENV["env"]
     frames = 0
+    cpu_start = time.process_time()
     for seed in seeds:
         env.reset(seed=seed)
         env.action_space.seed(seed)
@@ -63,27 +66,28 @@ def _raw_rollouts(args) -> int:
             frames += 1
             if terminated or truncated:
                 break
-    return frames
+    return frames, time.process_time() - cpu_start
 
 
-def _raw_run(pool, num_rollouts, max_steps, parallelism, seed) -> tuple[int, float]:
+def _raw_run(pool, num_rollouts, max_steps, parallelism, seed) -> tuple[int, float, float]:
     seeds = [seed * 1000 + i for i in range(num_rollouts)]
     shares = [(seeds[w::parallelism], max_steps) for w in range(parallelism)]
     start = time.perf_counter()
-    frames = sum(pool.map(_raw_rollouts, shares, chunksize=1))
-    return frames, time.perf_counter() - start
+    out = pool.map(_raw_rollouts, shares, chunksize=1)
+    seconds = time.perf_counter() - start
+    return sum(f for f, _ in out), seconds, sum(c for _, c in out)
 
 
-def _tool_run(out_dir, seed) -> tuple[int, float, int]:
+def _tool_run(out_dir, seed, num_rollouts=None, max_steps=None) -> tuple[int, float, int, float]:
     from rl755.data_gen.collect import collect_rollouts
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     summary = collect_rollouts(
         environment=FLAGS.environment,
         policy=FLAGS.policy,
-        num_rollouts=FLAGS.num_rollouts,
+        num_rollouts=num_rollouts or FLAGS.num_rollouts,
         parallelism=FLAGS.parallelism,
-        max_steps=FLAGS.max_steps,
+        max_steps=max_steps or FLAGS.max_steps,
         out_dir=out_dir,
         out_format="tfrecord",
         seed=seed,
@@ -92,8 +96,9 @@ def _tool_run(out_dir, seed) -> tuple[int, float, int]:
         progress=False,
     )
     seconds = time.perf_counter() - start
+    cpu = summary["cpu_seconds"] + time.process_time() - cpu_start  # workers + this driver
     on_disk = sum(os.path.getsize(f) for f in summary["files"])
-    return summary["frames"], seconds, on_disk
+    return summary["frames"], seconds, on_disk, cpu
 
 
 def main(argv):
@@ -112,26 +117,35 @@ def main(argv):
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
             # Warm-up: Ray workers import rl755 + TF and build their env; raw processes too.
-            _tool_run(os.path.join(tmp, "warmup"), seed=10_000)
+            _tool_run(os.path.join(tmp, "warmup"), 10_000, num_rollouts=2 * p, max_steps=20)
             _raw_run(pool, p, 5, p, seed=10_000)
             warm = time.perf_counter() - t0
             print(f"one-off: pool + ray.init {ray_start:.1f} s, warm-up run {warm:.1f} s")
             rows = []
             for r in range(FLAGS.repeats):
-                raw_frames, raw_s = _raw_run(pool, FLAGS.num_rollouts, FLAGS.max_steps, p, r)
-                frames, tool_s, on_disk = _tool_run(os.path.join(tmp, f"run{r}"), seed=r)
+                raw_frames, raw_s, raw_cpu = _raw_run(
+                    pool, FLAGS.num_rollouts, FLAGS.max_steps, p, r
+                )
+                frames, tool_s, on_disk, tool_cpu = _tool_run(os.path.join(tmp, f"run{r}"), r)
                 raw_fps, tool_fps = raw_frames / raw_s, frames / tool_s
-                rows.append((raw_fps, tool_fps, tool_fps / raw_fps, on_disk / frames))
+                raw_ms, tool_ms = 1000 * raw_cpu / raw_frames, 1000 * tool_cpu / frames
+                rows.append(
+                    (raw_fps, tool_fps, tool_fps / raw_fps, on_disk / frames, raw_ms, tool_ms)
+                )
                 print(
                     f"repeat {r}: raw {raw_fps:7.1f} frames/s | tool {tool_fps:7.1f} frames/s "
                     f"| ratio {tool_fps / raw_fps:.3f} | {on_disk / frames / 1000:.3f} kB/frame "
-                    f"({frames} frames)"
+                    f"| CPU ms/frame raw {raw_ms:.2f} tool {tool_ms:.2f} ({frames} frames)"
                 )
     med = [statistics.median(col) for col in zip(*rows)]
     print(
         f"median: raw {med[0]:.1f} frames/s, tool {med[1]:.1f} frames/s, "
         f"ratio {med[2]:.3f} (target >= 0.9), {med[3] / 1000:.3f} kB/frame on disk "
         f"(target <= 1.1 for 96x96x3 GZIP)"
+    )
+    print(
+        f"median CPU per frame: raw {med[4]:.2f} ms, tool {med[5]:.2f} ms "
+        f"(CPU-time ratio raw/tool {med[4] / med[5]:.3f}; robust to other load on the machine)"
     )
 
 

@@ -128,7 +128,7 @@ def collect_rollouts(
       run_flags: flags recorded in `<out_dir>/runs/` (see rl755.common.run_record).
     Returns:
       {"out_dir", "seed", "tag", "files": [paths], "written", "skipped", "rollouts", "frames",
-       "bytes"}
+       "bytes", "cpu_seconds" (of the workers' rollout tasks)}
     """
     try:
         env_enum = Environments.from_name(environment)
@@ -214,6 +214,7 @@ def collect_rollouts(
         "rollouts": sum(r["rollouts"] for r in done),
         "frames": sum(r["frames"] for r in done),
         "bytes": sum(r["bytes"] for r in done),
+        "cpu_seconds": sum(r.get("cpu_seconds", 0.0) for r in done),
     }
 
 

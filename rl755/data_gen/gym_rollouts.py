@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import logging
 import pickle
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -272,16 +273,20 @@ def _run_task(
 
     if sink is None:
         return list(generate())
-    return sink.write(task, generate())
+    cpu_start = time.process_time()
+    summary = sink.write(task, generate())
+    if isinstance(summary, dict):
+        summary.setdefault("cpu_seconds", time.process_time() - cpu_start)
+    return summary
 
 
 def _ray_task_body(make_env, policy_fn, task, max_steps, sink, progress_actor):
     from rl755.common import tf_setup
 
     tf_setup.quiet()
-    if sink is not None:
-        # Sinks use TensorFlow for TFRecords: one math thread per worker, as many as cores.
-        tf_setup.limit_threads(1)
+    # Sinks (TFRecords) and learned policies run TensorFlow here: one math thread per
+    # worker, since there are as many workers as cores (no-op if TF's runtime already runs).
+    tf_setup.limit_threads(1)
 
     def report(n):
         if progress_actor is not None:
