@@ -40,8 +40,6 @@ import threading
 import uuid
 from collections.abc import Iterator
 
-from rl755.common import sharded_io
-
 RUNS_SUBDIR = "runs"
 
 _SLURM_VARS = {
@@ -82,16 +80,19 @@ def slurm_info(environ: dict | None = None) -> dict:
     return {key: environ[var] for key, var in _SLURM_VARS.items() if var in environ}
 
 
-def flags_dict(module_name: str | None = None) -> dict:
+def flags_dict(module_name: str | None = None, flag_values=None) -> dict:
     """absl's parsed flags of the main module (the stage script) as {name: value}.
 
     "Key flags" are the flags the module defines plus those it adopted with
     `flags.adopt_module_key_flags`. Call after absl has parsed argv (inside `main`).
+    `module_name` defaults to the main script (absl names it by sys.argv[0]);
+    `flag_values` to absl's global `flags.FLAGS`.
     """
     from absl import flags
 
+    flag_values = flags.FLAGS if flag_values is None else flag_values
     module_name = module_name or sys.argv[0]
-    return {f.name: f.value for f in flags.FLAGS.get_key_flags_for_module(module_name)}
+    return {f.name: f.value for f in flag_values.get_key_flags_for_module(module_name)}
 
 
 def _jsonable(value):
@@ -130,6 +131,8 @@ class RunRecord:
         self.path = os.path.join(self.data["out_dir"], RUNS_SUBDIR, name)
 
     def write(self) -> None:
+        from rl755.common import sharded_io  # imports TensorFlow: only when writing
+
         with sharded_io.atomic_output(self.path) as tmp:
             with open(tmp, "w") as f:
                 json.dump(self.data, f, indent=2, sort_keys=True)
@@ -186,7 +189,7 @@ def read_records(root: str) -> list[dict]:
         if os.path.basename(dirpath) != RUNS_SUBDIR:
             continue
         for name in filenames:
-            if not name.endswith(".json") or sharded_io.is_tmp_path(name):
+            if not name.endswith(".json") or name.startswith("."):  # temp files: ".<name>.tmp-"
                 continue
             path = os.path.join(dirpath, name)
             try:
