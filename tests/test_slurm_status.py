@@ -99,3 +99,21 @@ def test_truncated_event_file_is_read_up_to_the_tail(tmp_path):
     with open(path, "wb") as f:
         f.write(data[:-7])  # a writer still busy with its last record
     assert status.last_scalars(path) == {"reward": (0, 1.0)}
+
+
+def test_requeued_job_slurm_state_applies_to_its_latest_run_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    first = run_record.RunRecord(str(tmp_path), {}, "collect")
+    first.data.update(status="interrupted", start_time="2026-01-01T00:00:00+00:00")
+    first.write()
+    second = run_record.RunRecord(str(tmp_path), {}, "collect")
+    second.data.update(status="completed", start_time="2026-01-01T00:05:00+00:00")
+    second.path = second.path.replace(".json", "-b.json")
+    second.write()
+    job = status.SlurmJob("77", "collect", "COMPLETED", "None", "0:0")
+    monkeypatch.setattr(status, "query_slurm", lambda ids: {"77": job})
+    rows = status.collect_status(str(tmp_path), with_metrics=False)
+    assert [(r.state, r.state_source) for r in rows] == [
+        ("interrupted", "record"),
+        ("COMPLETED", "slurm"),
+    ]

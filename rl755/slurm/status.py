@@ -260,6 +260,7 @@ def collect_status(root: str, with_metrics: bool = True) -> list[RunStatus]:
     """Rows for every run record and every not-yet-started submission under `root`."""
     root = os.path.abspath(root)
     records = [r for r in _read_json_files(root, RUNS_SUBDIR, r".+\.json") if "stage" in r]
+    records.sort(key=lambda r: (r.get("start_time") or "", r.get("_path")))
     submissions = _read_json_files(root, SLURM_SUBDIR, r"job-\d+\.json")
     job_ids = {(r.get("slurm") or {}).get("job_id") for r in records}
     job_ids |= {s.get("job_id") for s in submissions}
@@ -275,9 +276,15 @@ def collect_status(root: str, with_metrics: bool = True) -> list[RunStatus]:
     host = socket.gethostname()
     rows = []
     recorded_jobs: dict[str, int] = {}
+    latest: dict[str, str] = {}  # job id -> record path of its latest run (requeues rerun)
+    for r in records:  # oldest first
+        if (r.get("slurm") or {}).get("job_id"):
+            latest[r["slurm"]["job_id"]] = r.get("_path")
     for r in records:
         s = r.get("slurm") or {}
         job = slurm.get(s.get("job_id", "")) if s.get("job_id") else None
+        if job is not None and latest.get(s.get("job_id")) != r.get("_path"):
+            job = None  # an earlier start of a requeued job: its own record tells
         for key in (s.get("job_id"), s.get("array_job_id")):
             if key:
                 recorded_jobs[key] = recorded_jobs.get(key, 0) + 1
