@@ -53,7 +53,7 @@ _SLURM_VARS = {
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
 
 
 def git_info(path: str | None = None) -> dict | None:
