@@ -33,7 +33,15 @@ def mdn_rnn(**kwargs):
 
 
 def mdn_rnn_with_heads(**kwargs):
-    """The MDN-RNN plus reward and episode-end heads (for dream training)."""
+    """The MDN-RNN plus reward and episode-end heads (for dream training).
+
+    The episode-end head is trained with unweighted cross-entropy (`done_pos_weight=1`, not
+    the library's default 10): dream rollouts end by drawing Bernoulli(done_prob) every
+    step, so the probability must be calibrated. With a positive weight w the head predicts
+    about w times the true hazard (a random agent dies about once in 300 steps), and
+    dreamt episodes would end some w times too early.
+    """
     kwargs.setdefault("predict_reward", True)
     kwargs.setdefault("predict_done", True)
+    kwargs.setdefault("done_pos_weight", 1.0)
     return mdn_rnn(**kwargs)
