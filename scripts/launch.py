@@ -50,6 +50,9 @@ flags.DEFINE_bool("dry_run", False, "Write the sbatch script and print it; do no
 flags.DEFINE_bool(
     "ray", False, "Run the stage under scripts/ray_on_slurm.sh (Ray over all --nodes)."
 )
+flags.DEFINE_bool(
+    "srun", False, "Start the stage with srun: one process per node (multi-worker training)."
+)
 flags.DEFINE_string("python", None, "Python interpreter for the stage; default: this one.")
 FLAGS = flags.FLAGS
 
@@ -86,6 +89,7 @@ def main(argv):
         check=FLAGS.check,
         dry_run=FLAGS.dry_run,
         ray=FLAGS.ray,
+        srun=FLAGS.srun,
         how="scripts/launch.py",
     )
     if FLAGS.dry_run and result.sbatch_script:

@@ -222,6 +222,26 @@ def test_srun_scripts_run_commands_on_the_partitions():
     assert failed.returncode != 0
 
 
+@pytest.mark.timeout(240)
+def test_srun_launch_gives_the_stage_a_job_step(tmp_path):
+    """launch(srun=True): the stage runs as a job step (SLURM_STEP_ID, SLURM_PROCID set)."""
+    probe = tmp_path / "step_stage.py"
+    probe.write_text(
+        "import os\n"
+        "from absl import app, flags\n"
+        "flags.DEFINE_string('out_dir', None, 'out')\n"
+        "def main(argv):\n"
+        "    keys = ('SLURM_STEP_ID', 'SLURM_PROCID', 'SLURM_STEP_NUM_TASKS')\n"
+        "    print('STEP', *[os.environ.get(k, '-') for k in keys])\n"
+        "app.run(main)\n"
+    )
+    out = str(tmp_path / "out")
+    result = launcher.launch(str(probe), {"out_dir": out}, resources=SMALL, srun=True)
+    assert wait_job(result.job_id) == "COMPLETED"
+    log = open(os.path.join(out, "slurm", f"logs-{result.job_id}.out")).read()
+    assert "STEP 0 0 1" in log
+
+
 @pytest.mark.timeout(360)
 def test_requeued_job_resumes_without_redoing_work(tmp_path):
     out = str(tmp_path / "out")

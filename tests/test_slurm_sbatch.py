@@ -233,9 +233,13 @@ def test_chain_dependency_names_are_checked():
         chain.submit_chain([chain.Stage("a", TOY, {}), chain.Stage("a", TOY, {})], check=False)
 
 
-def test_ray_wraps_the_stage_in_ray_on_slurm(tmp_path):
+def test_ray_and_srun_wrap_the_stage(tmp_path):
     result = launcher.launch(TOY, {"out_dir": str(tmp_path)}, ray=True, check=False, dry_run=True)
     text = open(result.sbatch_script).read()
     assert f"bash {launcher.RAY_ON_SLURM} -- {sys.executable} {TOY} --out_dir={tmp_path}" in text
+    srun = launcher.launch(TOY, {"out_dir": str(tmp_path)}, srun=True, check=False, dry_run=True)
+    assert f"srun --kill-on-bad-exit=1 {sys.executable} {TOY}" in open(srun.sbatch_script).read()
+    with pytest.raises(ValueError, match="Choose ray or srun"):
+        launcher.launch(TOY, {}, ray=True, srun=True, check=False, dry_run=True)
     with pytest.raises(ValueError, match="sets --ray_address"):
         launcher.launch(TOY, {"ray_address": "x"}, ray=True, check=False, dry_run=True)

@@ -293,6 +293,7 @@ def launch(
     check: bool = True,
     dry_run: bool = False,
     ray: bool = False,
+    srun: bool = False,
     how: str = "rl755.slurm.launcher.launch",
 ) -> LaunchResult:
     """Runs `script` with `flags` locally, or submits it to SLURM.
@@ -315,6 +316,9 @@ def launch(
       dry_run: write the sbatch script but do not submit it (nor run anything locally).
       ray: on SLURM, run the stage under scripts/ray_on_slurm.sh: a Ray cluster over the
         job's nodes, the stage getting --ray_address (it must define that flag).
+      srun: on SLURM, start the stage with `srun` (one process per node, SLURM_STEP_* and
+        SLURM_PROCID set), as tf.distribute's SlurmClusterResolver needs for multi-worker
+        training over `resources.nodes` nodes.
       how: who launched, for the sbatch header comment.
     Returns:
       A LaunchResult; `.summary()` says where logs and outputs go.
@@ -337,6 +341,11 @@ def launch(
         if not dry_run:
             result.returncode = run_local(commands)
         return result
+    if ray and srun:
+        raise ValueError("Choose ray or srun: ray_on_slurm.sh starts its own srun steps.")
+    if srun:
+        commands = [[["srun", "--kill-on-bad-exit=1"] + argv for argv in task] for task in commands]
+        result.commands = commands
     if ray:
         if "ray_address" in flags:
             raise ValueError("With ray=True the launcher sets --ray_address; do not pass it.")
