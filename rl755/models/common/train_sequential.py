@@ -284,6 +284,7 @@ def train_sequential_model(
     """Trains until `train_steps` steps in total (resuming from model_dir's latest checkpoint).
 
     Returns {"start_step", "step", "replicas", "train_losses": [per-step loss of this run],
+    "step_seconds": [wall time of each step],
     "last_terms": {term: value}, "validation": {term: value} (last), "checkpoint": path}.
     Raises NonFiniteLossError at the first non-finite loss."""
     for name, value in dict(
@@ -398,7 +399,9 @@ def train_sequential_model(
     acc_terms: dict[str, float] = {}
     acc_n, t_log = 0, time.perf_counter()
     step = start_step
+    result["step_seconds"] = []
     while step < train_steps:
+        t_step = time.perf_counter()
         loss, terms = train_step(train_iter)
         step += 1
         loss = float(loss)
@@ -406,6 +409,7 @@ def train_sequential_model(
         if not math.isfinite(loss) or not all(math.isfinite(v) for v in terms.values()):
             raise NonFiniteLossError(_nonfinite_message(step, terms, loss, model_dir))
         result["train_losses"].append(loss)
+        result["step_seconds"].append(time.perf_counter() - t_step)
         result["last_terms"] = terms
         for k, v in {"loss": loss, **terms}.items():
             acc_terms[k] = acc_terms.get(k, 0.0) + v

@@ -81,20 +81,23 @@ class SlidingWindowAttention(keras.layers.Layer):
         out = tf.reshape(out, tf.concat([tf.shape(out)[:2], [-1]], axis=0))
         return self.out(out)
 
-    def step(self, x, cache_k, cache_v, t):
-        """x [B, D], caches [B, W, h, dk] (ring buffer, slot = time % W), t int32 scalar
-        (the time of x) -> (out [B, D], new cache_k, new cache_v)."""
-        q, k, v = self._split(x)  # [B, h, dk]
-        slot_onehot = tf.one_hot(t % self.window, self.window)[None, :, None, None]  # [1,W,1,1]
-        cache_k = cache_k * (1.0 - slot_onehot) + slot_onehot * k[:, None]
-        cache_v = cache_v * (1.0 - slot_onehot) + slot_onehot * v[:, None]
-        scores = tf.einsum("bhd,bwhd->bhw", q, cache_k) / math.sqrt(self.key_dim)
+    def step_bias(self, t):
+        """ALiBi bias and validity of each cache slot at time t: [h, W] (-1e9 = empty)."""
         dist = (t - tf.range(self.window)) % self.window  # [W] how far back each slot is
         bias = -self.slopes[:, None] * tf.cast(dist, tf.float32)[None]  # [h, W]
-        valid = (dist <= t)[None, None]  # slots not yet written are empty
-        scores = tf.where(valid, scores + bias[None], _NEG)
-        weights = tf.nn.softmax(scores, axis=-1)
-        out = tf.einsum("bhw,bwhd->bhd", weights, cache_v)
+        return tf.where((dist <= t)[None], bias, _NEG)  # slots not yet written are empty
+
+    def step(self, x, cache_k, cache_v, t, bias=None):
+        """x [B, D], caches [W, B, h, dk] (ring buffer, slot = time % W), t int32 scalar
+        (the time of x), bias from `step_bias(t)` -> (out [B, D], new caches)."""
+        q, k, v = self._split(x)  # [B, h, dk]
+        slot = [[t % self.window]]
+        cache_k = tf.tensor_scatter_nd_update(cache_k, slot, k[None])
+        cache_v = tf.tensor_scatter_nd_update(cache_v, slot, v[None])
+        scores = tf.einsum("bhd,wbhd->bhw", q, cache_k) / math.sqrt(self.key_dim)
+        bias = self.step_bias(t) if bias is None else bias
+        weights = tf.nn.softmax(scores + bias[None], axis=-1)
+        out = tf.einsum("bhw,wbhd->bhd", weights, cache_v)
         out = tf.reshape(out, [tf.shape(out)[0], self.num_heads * self.key_dim])
         return self.out(out), cache_k, cache_v
 
@@ -124,8 +127,8 @@ class TransformerBlock(keras.layers.Layer):
         x = x + self.dropout(a, training=training)
         return x + self._ffn(x, training=training)
 
-    def step(self, x, cache_k, cache_v, t):
-        a, cache_k, cache_v = self.attention.step(self.norm1(x), cache_k, cache_v, t)
+    def step(self, x, cache_k, cache_v, t, bias=None):
+        a, cache_k, cache_v = self.attention.step(self.norm1(x), cache_k, cache_v, t, bias)
         x = x + a
         return x + self._ffn(x), cache_k, cache_v
 
@@ -133,7 +136,7 @@ class TransformerBlock(keras.layers.Layer):
 class CausalTransformer(keras.layers.Layer):
     """Input projection, `num_layers` sliding-window blocks, final layer norm.
 
-    State for `step`: {"k": (L tensors [B, W, h, dk]), "v": (same), "t": int32 []} (a ring
+    State for `step`: {"k": (L tensors [W, B, h, dk]), "v": (same), "t": int32 []} (a ring
     buffer per layer; one time index for the whole batch)."""
 
     def __init__(
@@ -180,7 +183,7 @@ class CausalTransformer(keras.layers.Layer):
         return self.final_norm(h)
 
     def initial_state(self, batch_size: int) -> dict:
-        shape = [batch_size, self.window, self.num_heads, self.key_dim]
+        shape = [self.window, batch_size, self.num_heads, self.key_dim]
         zeros = tuple(tf.zeros(shape) for _ in range(self.num_layers))
         return {"k": zeros, "v": zeros, "t": tf.constant(0, tf.int32)}
 
@@ -188,9 +191,10 @@ class CausalTransformer(keras.layers.Layer):
         """x [B, D_in] -> (h [B, model_dim], new state); O(window) work per step."""
         t = state["t"]
         h = self.input_projection(x)
+        bias = self.blocks[0].attention.step_bias(t) if self.blocks else None  # same slopes
         ks, vs = [], []
         for i, block in enumerate(self.blocks):
-            h, k, v = block.step(h, state["k"][i], state["v"][i], t)
+            h, k, v = block.step(h, state["k"][i], state["v"][i], t, bias)
             ks.append(k)
             vs.append(v)
         return self.final_norm(h), {"k": tuple(ks), "v": tuple(vs), "t": t + 1}
