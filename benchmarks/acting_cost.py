@@ -39,6 +39,34 @@ def _median_ms(fn, steps: int) -> tuple[float, float]:
     return 1000 * statistics.median(wall), 1000 * statistics.median(cpu)
 
 
+def _compare(transformer, w, b, z_size, a_size, steps):
+    """(cached step timings, recompute timings) for the base transformer at window w."""
+    import tensorflow as tf
+
+    model = transformer.base_deterministic_transformer(window=w).ensure_built()
+    x = tf.random.normal([b, w, z_size + a_size])
+    # Steady state: the cache is full (t >= window).
+    state = model.initial_state(b)
+    for t in range(w):
+        _, state = model.step(x[:, t, :z_size], x[:, t, z_size:], state)
+    z_t, a_t = x[:, -1, :z_size], x[:, -1, z_size:]
+    box = {"state": state}
+
+    def cached():
+        h, box["state"] = model.step(z_t, a_t, box["state"])
+        h.numpy()
+
+    recompute_fn = tf.function(lambda window: model.get_hidden_representation(window))
+
+    def recompute():
+        recompute_fn(x).numpy()
+
+    for _ in range(5):
+        cached()
+        recompute()
+    return _median_ms(cached, steps), _median_ms(recompute, steps)
+
+
 def main(argv):
     del argv
     tf_setup.limit_threads(FLAGS.num_threads)
@@ -50,29 +78,8 @@ def main(argv):
     print(f"batch {b}, base transformer (6 layers x 256, 8 heads); median ms per env step")
     print(f"{'window':>7} {'step (cache)':>13} {'recompute':>10} {'ratio':>7}   (wall ms / CPU ms)")
     for w in [int(x) for x in FLAGS.windows]:
-        model = transformer.base_deterministic_transformer(window=w).ensure_built()
-        x = tf.random.normal([b, w, z_size + a_size])
-        # Steady state: the cache is full (t >= window).
-        state = model.initial_state(b)
-        for t in range(w):
-            _, state = model.step(x[:, t, :z_size], x[:, t, z_size:], state)
-        z_t, a_t = x[:, -1, :z_size], x[:, -1, z_size:]
-        box = {"state": state}
-
-        def cached():
-            h, box["state"] = model.step(z_t, a_t, box["state"])
-            h.numpy()
-
-        recompute_fn = tf.function(lambda window: model.get_hidden_representation(window))
-
-        def recompute():
-            recompute_fn(x).numpy()
-
-        for _ in range(5):
-            cached()
-            recompute()
         steps = FLAGS.steps if w <= 64 else max(20, FLAGS.steps // 4)
-        (wc, cc), (wr, cr) = _median_ms(cached, steps), _median_ms(recompute, steps)
+        (wc, cc), (wr, cr) = _compare(transformer, w, b, z_size, a_size, steps)
         print(f"{w:>7} {wc:>13.3f} {wr:>10.3f} {wr / wc:>6.1f}x   wall")
         print(f"{'':>7} {cc:>13.3f} {cr:>10.3f} {cr / cc:>6.1f}x   CPU")
 

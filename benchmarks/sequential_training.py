@@ -39,10 +39,34 @@ flags.DEFINE_list(
 flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size.")
 
 
+def _bare_step_seconds(model, batch, warm, steps):
+    """Median seconds of a plain compiled Adam step on `batch` (the reference)."""
+    import keras
+    import tensorflow as tf
+
+    opt = keras.optimizers.Adam(1e-4)
+    loss_fn = model.get_loss_fn()
+
+    @tf.function
+    def bare_step():
+        with tf.GradientTape() as tape:
+            loss = loss_fn(batch, model(batch["inputs"], training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    times = []
+    for i in range(warm + steps):
+        t0 = time.perf_counter()
+        float(bare_step())
+        if i >= warm:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def main(argv):
     del argv
     tf_setup.limit_threads(FLAGS.num_threads)
-    import keras
     import numpy as np
     import tensorflow as tf
 
@@ -70,7 +94,6 @@ def main(argv):
     for name in FLAGS.models:
         model_fn = resolve("rl755.models.car_racing", name, what="model")
         with tempfile.TemporaryDirectory() as d:
-            t0 = time.perf_counter()
             r = ts.train_sequential_model(
                 model_fn,
                 dataset_fn,
@@ -81,28 +104,10 @@ def main(argv):
                 save_every_n_steps=10**9,
                 validation_steps=0,
             )
-            del t0
         trainer = b / statistics.median(r["step_seconds"][warm:])
 
         model = model_fn().ensure_built()
-        opt = keras.optimizers.Adam(1e-4)
-        loss_fn = model.get_loss_fn()
-
-        @tf.function
-        def bare_step():
-            with tf.GradientTape() as tape:
-                loss = loss_fn(batch, model(batch["inputs"], training=True))
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        times = []
-        for i in range(warm + FLAGS.steps):
-            t0 = time.perf_counter()
-            float(bare_step())
-            if i >= warm:
-                times.append(time.perf_counter() - t0)
-        bare = b / statistics.median(times)
+        bare = b / _bare_step_seconds(model, batch, warm, FLAGS.steps)
         params = model.count_params()
         print(
             f"{name:45s} {params:>9,d} params  {trainer:8.1f} / {bare:8.1f} / "
