@@ -117,3 +117,23 @@ def test_requeued_job_slurm_state_applies_to_its_latest_run_only(tmp_path, monke
         ("interrupted", "record"),
         ("COMPLETED", "slurm"),
     ]
+
+
+def test_query_slurm_falls_back_to_sacct_for_forgotten_jobs(monkeypatch):
+    calls = []
+
+    def fake_run(argv):
+        calls.append(argv[0])
+        if argv[0] == "scontrol":
+            return "JobId=5 JobName=a JobState=RUNNING Reason=None ExitCode=0:0\n"
+        return "7|7|train|CANCELLED by 0|0:15\n8|3_1|collect|COMPLETED|0:0\n"
+
+    monkeypatch.setattr(status, "_run", fake_run)
+    jobs = status.query_slurm(["5", "7", "8"])
+    assert calls == ["scontrol", "sacct"]
+    assert jobs["5"].state == "RUNNING" and jobs["5"].source == "scontrol"
+    assert (jobs["7"].state, jobs["7"].source) == ("CANCELLED", "sacct")
+    assert jobs["8"].state == jobs["3_1"].state == "COMPLETED"
+    # without accounting sacct prints nothing: the ids stay unknown
+    monkeypatch.setattr(status, "_run", lambda argv: "" if argv[0] == "scontrol" else None)
+    assert status.query_slurm(["9"]) == {}
