@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -258,3 +259,23 @@ def test_two_srun_tasks_train_one_model_with_multi_worker_strategy(encoded_dir, 
     assert len(losses) == 2 and losses[0] == losses[1]
     assert [s for s, _ in ts.list_checkpoints(str(model_dir))] == [2]
     assert len(glob.glob(str(model_dir / "runs" / "*.json"))) == 2
+
+
+def test_saved_models_load_trained_sequential_models(tmp_path):
+    from rl755.common import config
+    from rl755.models.car_racing import mdn_rnn, saved_models
+
+    with pytest.raises(FileNotFoundError, match="Train it first: python scripts/models/"):
+        saved_models.mdn_rnn_vae_32ld()
+    model_dir = config.env_models_dir("car_racing") / "mdn_rnn_vae_32ld"
+    model_dir.mkdir(parents=True)
+    trained = mdn_rnn.mdn_rnn().ensure_built()
+    trained.z_head.dense.kernel.assign(tf.ones_like(trained.z_head.dense.kernel))
+    opt = keras.optimizers.Adam()
+    opt.build(trained.trainable_variables)
+    ts._write_model_info(str(model_dir), {"difference_targets": True})
+    ts._save_checkpoint(trained, opt, str(model_dir), 7)
+    loaded = saved_models.mdn_rnn_vae_32ld()
+    assert loaded.difference_targets
+    for a, b in zip(trained.weights, loaded.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

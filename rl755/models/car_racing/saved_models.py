@@ -51,3 +51,89 @@ def raw_rollout_vae_32ld():
             "--learning_rate=1e-4"
         ),
     )
+
+
+# ==== Sequential models (stage 4) ==============================================================
+# Trained with scripts/models/train_sequential_model.py on the VAE-encoded rollouts
+# of saved_models.raw_rollout_vae_32ld (--rollouts_dataset=RawRolloutVae32ld); each loads the newest complete checkpoint of
+# `<models_dir>/car_racing/<function name>/` and its `difference_targets` setting.
+def _sequential_command(name: str, model: str, extra: str = "") -> str:
+    return (
+        "python scripts/models/train_sequential_model.py --environment=CAR_RACING "
+        f"--model={model} --rollouts_dataset=RawRolloutVae32ld "
+        f"--model_dir={_model_dir(name)} --train_steps=20000 --batch_size=100 "
+        f"--sequence_length=32 --learning_rate=1e-3 --save_every_n_steps=1000{extra}"
+    )
+
+
+def _load_sequential(name: str, model: str, model_fn, extra: str = ""):
+    from rl755.models.common.train_sequential import load_trained_model
+
+    try:
+        return load_trained_model(_model_dir(name), model_fn)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(
+            f"{e} Train it first: {_sequential_command(name, model, extra)}"
+        ) from e
+
+
+def mdn_rnn_vae_32ld():
+    """The World Models MDN-RNN (mdn_rnn.mdn_rnn: LSTM 256, 5 Gaussians per latent dim,
+    422,368 params) on rollouts encoded by `raw_rollout_vae_32ld`, with z sampled from the
+    VAE posterior as in the paper (batch 100; sequences of 32 steps instead of the paper's
+    whole episodes, to fit CPU memory):
+
+        python scripts/models/train_sequential_model.py --environment=CAR_RACING \\
+            --model=mdn_rnn.mdn_rnn --rollouts_dataset=RawRolloutVae32ld \\
+            --model_dir=<models_dir>/car_racing/mdn_rnn_vae_32ld --train_steps=20000 \\
+            --batch_size=100 --sequence_length=32 --learning_rate=1e-3 --sample_observations
+
+    The exact flags and git commit are in the model dir's `runs/*.json`."""
+    from rl755.models.car_racing import mdn_rnn
+
+    return _load_sequential(
+        "mdn_rnn_vae_32ld", "mdn_rnn.mdn_rnn", mdn_rnn.mdn_rnn, extra=" --sample_observations"
+    )
+
+
+def mdn_rnn_with_heads_vae_32ld():
+    """The MDN-RNN plus reward and episode-end heads (mdn_rnn.mdn_rnn_with_heads), for
+    training controllers inside the model; same command as `mdn_rnn_vae_32ld` with
+    --model=mdn_rnn.mdn_rnn_with_heads --model_dir=<models_dir>/car_racing/
+    mdn_rnn_with_heads_vae_32ld."""
+    from rl755.models.car_racing import mdn_rnn
+
+    return _load_sequential(
+        "mdn_rnn_with_heads_vae_32ld",
+        "mdn_rnn.mdn_rnn_with_heads",
+        mdn_rnn.mdn_rnn_with_heads,
+        extra=" --sample_observations",
+    )
+
+
+def base_transformer_vae_32ld():
+    """transformer.base_deterministic_transformer (6 layers x 256, 8 heads, window 128)
+    on `raw_rollout_vae_32ld` encodings, predicting differences z_{t+1} - z_t:
+
+        python scripts/models/train_sequential_model.py --environment=CAR_RACING \\
+            --model=transformer.base_deterministic_transformer \\
+            --rollouts_dataset=RawRolloutVae32ld \\
+            --model_dir=<models_dir>/car_racing/base_transformer_vae_32ld --train_steps=20000 \\
+            --batch_size=100 --sequence_length=32 --learning_rate=1e-3 --difference_targets"""
+    from rl755.models.car_racing import transformer
+
+    return _load_sequential(
+        "base_transformer_vae_32ld",
+        "transformer.base_deterministic_transformer",
+        transformer.base_deterministic_transformer,
+        extra=" --difference_targets",
+    )
+
+
+def lstm_vae_32ld():
+    """lstm.deterministic_lstm (LSTM 256, regression of z_{t+1}) on `raw_rollout_vae_32ld`
+    encodings; same command as `mdn_rnn_vae_32ld` with --model=lstm.deterministic_lstm
+    --model_dir=<models_dir>/car_racing/lstm_vae_32ld."""
+    from rl755.models.car_racing import lstm
+
+    return _load_sequential("lstm_vae_32ld", "lstm.deterministic_lstm", lstm.deterministic_lstm)
