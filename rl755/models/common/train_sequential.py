@@ -47,6 +47,16 @@ from rl755.models.common.sequential import SequentialModel
 
 CHECKPOINT_RE = re.compile(r"^model-(\d+)\.weights\.h5$")
 MODEL_INFO = "sequential_model.json"
+# What a resumed run must share with the run that made the checkpoints (the dataset, sequence
+# length and observation sampling may change, e.g. for a curriculum).
+_IDENTITY_KEYS = (
+    "environment",
+    "model",
+    "model_class",
+    "representation_size",
+    "action_size",
+    "difference_targets",
+)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -209,7 +219,11 @@ def _write_model_info(model_dir: str, info: dict) -> None:
     if os.path.exists(path):
         with open(path) as f:
             old = json.load(f)
-        diff = {k: (old.get(k), v) for k, v in info.items() if k in old and old.get(k) != v}
+        diff = {
+            k: (old.get(k), v)
+            for k, v in info.items()
+            if k in _IDENTITY_KEYS and k in old and old.get(k) != v
+        }
         if diff:
             raise ValueError(
                 f"{model_dir} already holds a run with different settings (existing vs now): "
@@ -258,7 +272,7 @@ def _nonfinite_message(step: int, terms: dict, loss: float, model_dir: str) -> s
     last = latest_checkpoint(model_dir)
     return (
         f"Non-finite loss at training step {step}: loss term(s) {', '.join(bad) or 'total'} "
-        f"= {', '.join(f'{k}={v}' for k, v in terms.items())} (total {loss}). Training "
+        f"not finite ({', '.join(f'{k}={v:.6g}' for k, v in terms.items())}; total {loss}). Training "
         f"stopped; the last good checkpoint is {last or 'none'}. Rerun with --check_numerics "
         "(tf.debugging.enable_check_numerics) to stop at the first operation that produces "
         "a NaN/Inf, and check the data (NaN/Inf in the encoded rollouts) and the learning rate."
