@@ -188,3 +188,36 @@ def test_evaluate_script_library_on_a_pixel_controller(tmp_path):
             seed=0,
             out_dir=str(tmp_path / "e2"),
         )
+
+
+def test_registered_controllers_load_by_name(tmp_path):
+    from rl755.common import config
+    from rl755.controller.cma_train import run_train_controller
+    from rl755.models.fake import saved_models
+
+    with pytest.raises(FileNotFoundError, match="train_controller.py --environment=FAKE_PIXELS"):
+        saved_models.linear_controller_vae()
+    model_dir = str(config.env_models_dir("fake") / "linear_controller_vae")
+    run_train_controller(
+        environment="FAKE_PIXELS",
+        model_dir=model_dir,
+        cma_config=small(generations=1, population_size=4, trials_per_member=1),
+        pool=PoolConfig(parallelism=0),
+    )
+    assert saved_models.linear_controller_vae().params.shape == (768 * 3 + 3,)
+    res = run_evaluate_controller(
+        saved_controller="linear_controller_vae",
+        environment="FAKE_PIXELS",
+        num_episodes=1,
+        seed=0,
+        out_dir=str(tmp_path / "e"),
+    )
+    assert res["controller_dir"] == model_dir
+    with pytest.raises(LookupError, match="linear_controller_vae"):
+        run_evaluate_controller(
+            saved_controller="nope",
+            environment="FAKE_PIXELS",
+            num_episodes=1,
+            seed=0,
+            out_dir=str(tmp_path / "e"),
+        )

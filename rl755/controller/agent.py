@@ -89,8 +89,17 @@ class AgentSpec:
 
     def build_models(self):
         """-> (encoder or None, sequential model or None), sizes checked."""
+        from rl755.models.common.encoder import ObservationEncoder
+        from rl755.models.common.sequential import SequentialModel
+
         encoder = self.encoder_fn() if self.encoder_fn is not None else None
         seq = self.sequential_model_fn() if self.sequential_model_fn is not None else None
+        for model, cls, what in (
+            (encoder, ObservationEncoder, self.encoder_name),
+            (seq, SequentialModel, self.sequential_model_name),
+        ):
+            if model is not None and not isinstance(model, cls):
+                raise TypeError(f"{what} gave a {type(model).__name__}, not a {cls.__name__}.")
         check_sizes(self.env, encoder, seq)
         return encoder, seq
 

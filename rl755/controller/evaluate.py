@@ -151,7 +151,8 @@ def evaluate_controller(
 
 def run_evaluate_controller(
     *,
-    controller_dir: str,
+    controller_dir: str | None = None,
+    saved_controller: str | None = None,
     num_episodes: int,
     seed: int,
     out_dir: str,
@@ -170,7 +171,19 @@ def run_evaluate_controller(
     from rl755.controller import resolve, saved
     from rl755.environments import Environments
 
-    trained = saved.load_trained_controller(controller_dir)
+    if bool(controller_dir) == bool(saved_controller):
+        raise ValueError(
+            "Give exactly one of --model_dir (a controller dir) or --saved_controller."
+        )
+    if saved_controller:
+        if not environment:
+            raise ValueError("--saved_controller needs --environment.")
+        trained = resolve.saved_model_fn(
+            Environments.from_name(environment), saved_controller, "saved_controller"
+        )()
+        controller_dir = trained.model_dir
+    else:
+        trained = saved.load_trained_controller(controller_dir)
     if environment and Environments.from_name(environment) != trained.environment:
         raise ValueError(
             f"{controller_dir} holds a controller for {trained.environment.name}, not {environment}."

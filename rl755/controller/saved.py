@@ -84,14 +84,15 @@ class TrainedController:
         return Environments.from_name(self.meta["environment"])
 
 
-def load_trained_controller(model_dir: str) -> TrainedController:
-    """Reads a controller model directory; fails clearly if it is not one."""
+def load_trained_controller(model_dir: str, how_to_train: str | None = None) -> TrainedController:
+    """Reads a controller model directory; fails clearly (with `how_to_train`) if it is not one."""
+    model_dir = os.path.expanduser(str(model_dir))
     meta_path = os.path.join(model_dir, META_FILE)
     params_path = os.path.join(model_dir, PARAMS_FILE)
     if not (os.path.exists(meta_path) and os.path.exists(params_path)):
         raise FileNotFoundError(
-            f"{model_dir} holds no trained controller ({META_FILE} + {PARAMS_FILE}); train one "
-            "with scripts/models/train_controller.py --model_dir=..."
+            f"{model_dir} holds no trained controller ({META_FILE} + {PARAMS_FILE}). Train one "
+            f"with: {how_to_train or 'python scripts/models/train_controller.py --model_dir=...'}"
         )
     with open(meta_path) as f:
         meta = json.load(f)

@@ -20,6 +20,9 @@ tf_setup.quiet()
 FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", None, "Environments enum name; must match the controller's.")
 flags.DEFINE_string("model_dir", None, "The controller's train_controller --model_dir.")
+flags.DEFINE_string(
+    "saved_controller", None, "Instead of --model_dir: a function in <env>/saved_models.py."
+)
 flags.DEFINE_string("encoder", None, "Override: function in rl755.models.<env>.saved_models.")
 flags.DEFINE_string("sequential_model", None, "Override: function in saved_models, or none.")
 flags.DEFINE_integer("num_episodes", 100, "Episodes; episode i uses reset seed seed + i.")
@@ -28,7 +31,7 @@ flags.DEFINE_string("out_dir", None, "Where evaluation.json and episode.gif go."
 flags.DEFINE_integer("max_steps", None, "Step limit (default: the environment's).")
 flags.DEFINE_integer("envs_at_once", 4, "Episodes stepped together with batched networks.")
 flags.DEFINE_bool("compare_random", False, "Also score a uniform random policy on the seeds.")
-for _name in ("environment", "model_dir", "out_dir"):
+for _name in ("environment", "out_dir"):
     flags.mark_flag_as_required(_name)
 
 
@@ -39,6 +42,7 @@ def main(argv):
 
     result = run_evaluate_controller(
         controller_dir=FLAGS.model_dir,
+        saved_controller=FLAGS.saved_controller,
         environment=FLAGS.environment,
         encoder=FLAGS.encoder,
         sequential_model=FLAGS.sequential_model,

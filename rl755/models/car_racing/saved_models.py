@@ -137,3 +137,58 @@ def lstm_vae_32ld():
     from rl755.models.car_racing import lstm
 
     return _load_sequential("lstm_vae_32ld", "lstm.deterministic_lstm", lstm.deterministic_lstm)
+
+
+# ==== Controllers (stage 5) ====================================================================
+# Each returns an rl755.controller.saved.TrainedController (controller, params [N], meta naming
+# the encoder and sequential model it was trained with). Use as
+# `scripts/models/evaluate_controller.py --saved_controller=<function name>`.
+def _load_controller(name: str, train_flags: str):
+    from rl755.controller.saved import load_trained_controller
+
+    return load_trained_controller(
+        _model_dir(name),
+        how_to_train=(
+            "python scripts/models/train_controller.py --environment=CAR_RACING "
+            f"--model_dir={_model_dir(name)} {train_flags}"
+        ),
+    )
+
+
+def linear_controller_vae_mdn_rnn():
+    """World Models' full agent: LinearController on [z, h] ((32 + 256) x 3 + 3 = 867
+    parameters) over raw_rollout_vae_32ld + mdn_rnn_vae_32ld, CMA-ES in the real environment
+    with the paper's settings (population 64, 16 trials per member, best member tested every
+    25 generations)."""
+    return _load_controller(
+        "linear_controller_vae_mdn_rnn",
+        "--encoder=raw_rollout_vae_32ld --sequential_model=mdn_rnn_vae_32ld "
+        "--controller=LinearController --mode=real --cma_population_size=64 "
+        "--cma_trials_per_member=16 --cma_generations=1800 --eval_every=25 --eval_episodes=100 "
+        "--parallelism=64",
+    )
+
+
+def dream_linear_controller_vae_mdn_rnn():
+    """The same controller trained inside mdn_rnn_with_heads_vae_32ld ("dream", temperature
+    1.15 as in the paper's Doom experiment), evaluated in the real environment every 25
+    generations."""
+    return _load_controller(
+        "dream_linear_controller_vae_mdn_rnn",
+        "--encoder=raw_rollout_vae_32ld --sequential_model=mdn_rnn_with_heads_vae_32ld "
+        "--controller=LinearController --mode=dream --temperature=1.15 "
+        "--cma_population_size=64 --cma_trials_per_member=16 --cma_generations=1800 "
+        "--eval_every=25 --eval_episodes=100 --parallelism=8",
+    )
+
+
+def hidden_layer_controller_vae():
+    """The paper's "V only, z + 40 hidden units" controller (1,443 parameters) on
+    raw_rollout_vae_32ld, no sequential model."""
+    return _load_controller(
+        "hidden_layer_controller_vae",
+        "--encoder=raw_rollout_vae_32ld --sequential_model=none "
+        "--controller=HiddenLayerController --hidden_units=40 --mode=real "
+        "--cma_population_size=64 --cma_trials_per_member=16 --cma_generations=1800 "
+        "--eval_every=25 --eval_episodes=100 --parallelism=64",
+    )

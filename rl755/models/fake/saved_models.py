@@ -41,3 +41,23 @@ def raw_rollout_vae_4ld():
             "--learning_rate=3e-3"
         ),
     )
+
+
+# ==== Controllers (stage 5) ====================================================================
+# Each returns an rl755.controller.saved.TrainedController; see the car_racing file.
+def linear_controller_vae():
+    """A V-only LinearController (4 x 3 + 3 = 15 parameters) on raw_rollout_vae_4ld, trained
+    with CMA-ES in the fake environment (a smoke run of stage 5)."""
+    from rl755.controller.saved import load_trained_controller
+
+    name = "linear_controller_vae"
+    return load_trained_controller(
+        _model_dir(name),
+        how_to_train=(
+            "python scripts/models/train_controller.py --environment=FAKE_PIXELS "
+            f"--model_dir={_model_dir(name)} --encoder=raw_rollout_vae_4ld "
+            "--sequential_model=none --cma_population_size=8 --cma_trials_per_member=2 "
+            "--cma_generations=10 --rollout_max_steps=24 --eval_every=5 --eval_episodes=8 "
+            "--parallelism=0"
+        ),
+    )

@@ -1,0 +1,148 @@
+"""One scaled-down World Models CMA-ES generation on CarRacing: real mode vs raw env, dream vs real.
+
+    python benchmarks/controller_generation.py --population=8 --trials=2 --steps=150 --repeats=3
+
+Networks at the paper's size with random weights: ConvVAE (Z = 32, 4.35M params) + MDN-RNN
+(LSTM 256, 5 mixtures, reward/done heads) + LinearController (867 params).
+
+1. raw:   P x T CarRacing episodes of S steps with random actions (reset + env.step only),
+          spread over the same W Ray workers (one process per core).
+2. real:  the same P x T episodes evaluated by the generation's RealEvaluator (W Ray actors,
+          each stepping `envs_per_worker` envs with one batched VAE + MDN-RNN + controller
+          call per step). Policy overhead = real time per env step / raw time per env step - 1
+          (target <= 25%).
+3. dream: the same generation inside the MDN-RNN (P x T episodes batched in one TF loop
+          in this process). Ratio = real generation time / dream generation time (target >= 100x).
+
+Each is timed `repeats` times after a warm-up; medians are printed side by side.
+"""
+
+import statistics
+import time
+
+from absl import app, flags
+
+from rl755.common import tf_setup
+
+tf_setup.quiet()
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("population", 8, "P, CMA-ES population.")
+flags.DEFINE_integer("trials", 2, "T, episodes per member.")
+flags.DEFINE_integer("steps", 150, "S, steps per episode.")
+flags.DEFINE_integer("workers", 2, "W, Ray workers (one per core).")
+flags.DEFINE_integer("envs_per_worker", 4, "Environments stepped together per worker.")
+flags.DEFINE_integer("repeats", 3, "Timed repetitions of each (after one warm-up).")
+
+
+def _raw_episodes(seeds, steps):
+    """Random-action CarRacing episodes: the environment's own cost. Returns env steps."""
+    from rl755.environments import Environments
+
+    env = Environments.CAR_RACING.make()
+    n = 0
+    for s in seeds:
+        env.reset(seed=int(s))
+        env.action_space.seed(int(s))
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            n += 1
+            if terminated or truncated:
+                break
+    env.close()
+    return n
+
+
+def main(argv):
+    del argv
+    import numpy as np
+    import ray
+
+    from rl755.controller.agent import AgentSpec
+    from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
+    from rl755.controller.real_eval import RealEvaluator
+    from rl755.environments import Environments
+    from rl755.models.car_racing import mdn_rnn, vae
+
+    env = Environments.CAR_RACING
+    p, t, s, w = FLAGS.population, FLAGS.trials, FLAGS.steps, FLAGS.workers
+    jobs = p * t
+    spec = AgentSpec(
+        env.name,
+        "LinearController",
+        encoder_fn=vae.Vae,
+        sequential_model_fn=mdn_rnn.mdn_rnn_with_heads,
+    )
+    ray.init(num_cpus=w, include_dashboard=False, log_to_driver=False)
+    raw_task = ray.remote(num_cpus=1)(_raw_episodes)
+
+    pool = RealEvaluator(
+        spec,
+        env.make_fn(),
+        parallelism=w,
+        envs_per_worker=FLAGS.envs_per_worker,
+        trial_timeout_s=1800,
+    )
+    agent = spec.build()
+    params = np.random.default_rng(0).normal(0, 0.1, (p, agent.num_params)).astype(np.float32)
+    seeds = np.arange(t) + 1000
+    job_params, job_seeds = np.repeat(params, t, axis=0), np.tile(seeds, p)
+    z0 = encoded_initial_states(env.make_fn(), agent.encode, seeds)
+    dream = DreamEvaluator(agent.sequential_model, agent.controller, z0, max_steps=s)
+
+    def time_raw():
+        t0 = time.perf_counter()
+        parts = np.array_split(job_seeds, w)
+        steps = sum(ray.get([raw_task.remote(part, s) for part in parts]))
+        return time.perf_counter() - t0, steps
+
+    def time_real():
+        t0 = time.perf_counter()
+        out = pool.evaluate(job_params, job_seeds, s)
+        return time.perf_counter() - t0, int(out["steps"].sum())
+
+    def time_dream():
+        t0 = time.perf_counter()
+        out = dream.evaluate(params, np.arange(t), seed=0)
+        return time.perf_counter() - t0, int(out["steps"].sum())
+
+    results = {}
+    for name, fn in (("raw", time_raw), ("real", time_real), ("dream", time_dream)):
+        fn()  # warm-up: worker start, tracing
+        runs = [fn() for _ in range(FLAGS.repeats)]
+        results[name] = (statistics.median(r[0] for r in runs), runs[0][1])
+        print(
+            f"{name:6s} runs: "
+            + ", ".join(f"{r[0]:.2f} s" for r in runs)
+            + f" ({runs[0][1]} steps)"
+        )
+    pool.close()
+    ray.shutdown()
+
+    raw_t, raw_n = results["raw"]
+    real_t, real_n = results["real"]
+    dream_t, dream_n = results["dream"]
+    print(
+        f"\nOne generation: P={p} x T={t} episodes x S={s} steps, {w} workers, "
+        f"{FLAGS.envs_per_worker} envs per worker (medians of {FLAGS.repeats})"
+    )
+    print(
+        f"  raw env.step (random actions) : {raw_t:7.2f} s  {1000 * raw_t / raw_n:6.2f} ms/step "
+        f"({raw_n / raw_t:6.0f} steps/s)"
+    )
+    print(
+        f"  real mode (VAE+MDN-RNN+ctrl)  : {real_t:7.2f} s  {1000 * real_t / real_n:6.2f} ms/step "
+        f"({real_n / real_t:6.0f} steps/s)"
+    )
+    print(
+        f"  policy overhead vs raw env    : {100 * ((real_t / real_n) / (raw_t / raw_n) - 1):+.1f}% "
+        "(target <= 25%)"
+    )
+    print(
+        f"  dream mode (MDN-RNN, batched) : {dream_t:7.2f} s  ({dream_n / dream_t:6.0f} dream steps/s)"
+    )
+    print(f"  dream speed-up vs real        : {real_t / dream_t:.0f}x (target >= 100x)")
+
+
+if __name__ == "__main__":
+    app.run(main)
