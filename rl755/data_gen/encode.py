@@ -26,6 +26,8 @@ environment, representation size, action size, dtype, encoder model and checkpoi
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import dataclasses
 import os
 import subprocess
@@ -231,17 +233,39 @@ def read_rollouts(files: list[str], environment: Environments):
     yield from ds.as_numpy_iterator()
 
 
-def encode_rollout_records(encode, rollouts):
-    """Yields serialized encoded rollouts (see the module docstring) and counts frames."""
-    for r in rollouts:
-        rep, std = encode(r["observations"])
-        yield Rollout(
-            obs_l=rep,
-            action_l=r["actions"],
-            reward_l=r["rewards"],
-            done=bool(r["done"]),
-            obs_std_l=std,
-        ).serialize(), len(rep)
+def encoded_rollout(raw: dict, rep: np.ndarray, std: np.ndarray | None) -> Rollout:
+    """The encoded version of a parsed raw rollout (see the module docstring)."""
+    return Rollout(
+        obs_l=rep,
+        action_l=raw["actions"],
+        reward_l=raw["rewards"],
+        done=bool(raw["done"]),
+        obs_std_l=std,
+    )
+
+
+def encode_files_to_tfrecord(encode, files, environment, writer) -> tuple[int, int]:
+    """Encodes the rollouts of `files` into `writer`, in order; returns (rollouts, frames).
+
+    Parsing runs ahead in tf.data threads and serializing + writing in a second thread, so
+    the encoder (the GPU, when there is one) does not wait for either."""
+    pending: collections.deque = collections.deque()
+    n_rollouts = n_frames = 0
+
+    def write(raw, rep, std):
+        writer.write(encoded_rollout(raw, rep, std).serialize())
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        for raw in read_rollouts(files, environment):
+            rep, std = encode(raw["observations"])
+            pending.append(pool.submit(write, raw, rep, std))
+            n_rollouts += 1
+            n_frames += len(rep)
+            while len(pending) > 2:
+                pending.popleft().result()
+        while pending:
+            pending.popleft().result()
+    return n_rollouts, n_frames
 
 
 def encode_raw_rollouts(
@@ -348,13 +372,9 @@ def encode_raw_rollouts(
 
             options = tf.io.TFRecordOptions(compression_type=compression)
             start = time.time()
-            n_rollouts = n_frames = 0
             with sharded_io.atomic_output(final) as tmp:
                 with tf.io.TFRecordWriter(tmp, options=options) as writer:
-                    for record, frames in encode_rollout_records(encode, read_rollouts(group, env)):
-                        writer.write(record)
-                        n_rollouts += 1
-                        n_frames += frames
+                    n_rollouts, n_frames = encode_files_to_tfrecord(encode, group, env, writer)
             secs = time.time() - start
             result["written"].append(final)
             result["rollouts"] += n_rollouts

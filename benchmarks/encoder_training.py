@@ -1,0 +1,105 @@
+"""Encoder training images/s fed by the real TFRecord pipeline vs. in-memory tensors.
+
+    python benchmarks/encoder_training.py [--batch_size=100 --steps=20 --repeats=5]
+
+Both feed the SAME compiled Keras train function of the World Models ConvVAE (CarRacing,
+Z = 32) in one process, interleaved repeat by repeat:
+  pipeline:  RawRollouts-style shards of real CarRacing frames (GZIP TFRecords, 1000-frame
+             rollouts) -> random_rollout_observations(obs_sampled_per_rollout=100) ->
+             shuffle(1000) -> batch -> prefetch (rl755.models.common.train_encoder)
+  in-memory: one uint8 batch already in memory, repeated (no input pipeline at all)
+Prints the median images/s of each and their ratio (target >= 0.95: the input pipeline
+is not the bottleneck).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("batch_size", 100, "Frames per batch (the paper: 100).")
+flags.DEFINE_integer("steps", 20, "Training steps per timed repeat.")
+flags.DEFINE_integer("repeats", 5, "Timed repeats of each feed (median reported).")
+flags.DEFINE_integer("num_files", 4, "Shard files.")
+flags.DEFINE_integer("rollouts_per_file", 3, "Rollouts per shard.")
+flags.DEFINE_string("compression", "GZIP", "Shard compression: none, GZIP, ZLIB.")
+flags.DEFINE_integer("obs_sampled_per_rollout", 100, "As the training script's flag.")
+flags.DEFINE_integer("num_threads", None, "TF intra-op threads (default: TF decides).")
+
+
+def main(argv):
+    del argv
+    import keras
+    import tensorflow as tf
+    from car_racing_frames import play_frames, write_rollouts
+
+    from rl755.common import tf_setup
+    from rl755.data.car_racing.raw_rollouts import RawRollouts
+    from rl755.models.car_racing.vae import Vae
+    from rl755.models.common.train_encoder import observation_batches
+
+    tf_setup.limit_threads(FLAGS.num_threads)
+    tmp = tempfile.mkdtemp(prefix="bench_enc_train_")
+    t = time.time()
+    frames = play_frames(400)
+    n = write_rollouts(
+        tmp, frames, FLAGS.num_files, FLAGS.rollouts_per_file, 1000, FLAGS.compression
+    )
+    print(
+        f"data: {n} frames in {FLAGS.num_files} {FLAGS.compression or 'plain'} shards "
+        f"({time.time() - t:.1f} s to play and write)"
+    )
+    builder = RawRollouts(tfrecords_pattern=os.path.join(tmp, "rollouts-{split}*.tfrecord-*"))
+    pipeline = iter(
+        observation_batches(builder, "train", FLAGS.batch_size, FLAGS.obs_sampled_per_rollout)
+    )
+    batch = next(iter(observation_batches(builder, "train", FLAGS.batch_size, 100)))
+    in_memory = iter(tf.data.Dataset.from_tensors(batch).repeat())
+
+    vae = Vae(representation_size=32).build_for_frames()
+    vae.compile(optimizer=keras.optimizers.Adam(1e-4), loss=vae.get_loss_fn())
+    vae.make_train_function()
+    train_function = vae.train_function
+    for it in (pipeline, in_memory):  # warm up: tracing, shuffle buffer fill
+        for _ in range(3):
+            train_function(it)
+
+    def timed(it) -> float:
+        start = time.perf_counter()
+        for _ in range(FLAGS.steps):
+            logs = train_function(it)
+        float(logs["loss"])  # wait for the last step
+        return FLAGS.steps * FLAGS.batch_size / (time.perf_counter() - start)
+
+    rates = {"pipeline": [], "in_memory": []}
+    for r in range(FLAGS.repeats):
+        rates["pipeline"].append(timed(pipeline))
+        rates["in_memory"].append(timed(in_memory))
+        print(
+            f"repeat {r}: pipeline {rates['pipeline'][-1]:.0f} img/s, "
+            f"in-memory {rates['in_memory'][-1]:.0f} img/s"
+        )
+    start = time.perf_counter()
+    for _ in range(FLAGS.steps):
+        next(pipeline)
+    alone = FLAGS.steps * FLAGS.batch_size / (time.perf_counter() - start)
+    print(f"the input pipeline alone (no training): {alone:.0f} img/s")
+    p, m = statistics.median(rates["pipeline"]), statistics.median(rates["in_memory"])
+    print(
+        f"encoder training (ConvVAE Z=32, batch {FLAGS.batch_size}, {FLAGS.steps} steps x "
+        f"{FLAGS.repeats}): TFRecord pipeline {p:.0f} img/s, in-memory {m:.0f} img/s, "
+        f"ratio {p / m:.3f} (target >= 0.95)"
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)
