@@ -224,3 +224,29 @@ def test_runner_runs_real_instances_on_cpu(tmp_path, raw, saved_vae):
         _key(r.action_l) for r in rollouts
     )
     assert len(os.listdir(out / "logs")) == 2
+
+
+@pytest.mark.parametrize(
+    "script, required",
+    [
+        ("scripts/models/train_obs_encoder.py", "model_dir"),
+        ("scripts/data_gen/encode_raw_rollouts.py", "environment"),
+        ("scripts/data_gen/encode_raw_rollouts_multi.py", "model"),
+    ],
+)
+def test_scripts_parse_their_flags(repo_root, script, required):
+    import subprocess
+    import sys
+
+    path = os.path.join(repo_root, script)
+    args = ["--environment=FAKE_PIXELS", "--model=m", "--model_dir=d"]
+    if "train_obs_encoder" in script:
+        args.append("--train_steps=1")
+    ok = subprocess.run(
+        [sys.executable, path, "--only_check_args", *args], capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stderr
+    missing = subprocess.run(
+        [sys.executable, path, "--only_check_args"], capture_output=True, text=True
+    )
+    assert missing.returncode != 0 and required in missing.stderr
