@@ -61,7 +61,7 @@ def measure_policy(
         env.close()
     out = {
         "return_per_rollout": float(np.mean(returns)),
-        "action_autocorr": np.mean(autocorr, axis=0).round(3).tolist(),
+        "action_autocorr": [round(float(x), 3) for x in np.mean(autocorr, axis=0)],
     }
     if road:
         out["road_fraction"] = float(np.mean(road))
