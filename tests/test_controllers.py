@@ -151,3 +151,20 @@ def test_real_tiny_models_compose_in_real_and_dream_mode():
     d = dream.evaluate(params, [0, 2])
     assert d["returns"].shape == (2, 2) and np.all(np.isfinite(d["returns"]))
     assert np.all((d["steps"] >= 1) & (d["steps"] <= 10))
+    full = DreamEvaluator(agent.sequential_model, agent.controller, z0, 10, end_episodes=False)
+    assert np.all(full.evaluate(params, [0, 2])["steps"] == 10)
+
+
+def test_training_directories_resolve_to_picklable_constructors(tmp_path):
+    import pickle
+
+    spec = resolve.make_agent_spec(
+        "FAKE_PIXELS", "LinearController", encoder_dir=str(tmp_path / "enc"),
+        encoder_model="vae.Vae", representation_size=4,
+        sequential_model_dir=str(tmp_path / "seq"),
+    )
+    spec = pickle.loads(pickle.dumps(spec))
+    assert spec.encoder_fn.model_dir == str(tmp_path / "enc")
+    assert spec.sequential_model_fn.model_dir == str(tmp_path / "seq")
+    with pytest.raises(FileNotFoundError, match="train_obs_encoder.py"):
+        spec.build()

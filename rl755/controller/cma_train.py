@@ -443,6 +443,7 @@ def run_train_controller(
     encoder_dir: str | None = None,
     encoder_model: str | None = None,
     representation_size: int | None = None,
+    sequential_model_dir: str | None = None,
     cma_config: CmaConfig,
     pool: PoolConfig,
     run_flags: dict | None = None,
@@ -462,6 +463,7 @@ def run_train_controller(
         encoder_model=encoder_model,
         representation_size=representation_size,
         hidden_units=hidden_units,
+        sequential_model_dir=sequential_model_dir,
     )
     flags = dict(run_flags or {})
     with run_record.record_run(model_dir, flags, stage="train_controller"):

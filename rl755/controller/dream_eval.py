@@ -39,10 +39,13 @@ class DreamEvaluator:
         max_steps: int,
         temperature: float = 1.0,
         action_fn=None,
+        end_episodes: bool = True,
     ):
         """`action_fn` maps controller outputs [B, A] (TF) to the actions the model was trained
         on, e.g. `Environments.DOOM_TAKE_COVER.to_stored_action` (one-hot of the argmax) for
-        discrete environments; None feeds the outputs as they are (continuous actions)."""
+        discrete environments; None feeds the outputs as they are (continuous actions).
+        `end_episodes=False` ignores the episode-end head: every dream lasts max_steps (models
+        without a trained done head; benchmarks at random weights)."""
         if (
             controller.input_size
             != sequential_model.representation_size + sequential_model.hidden_size
@@ -64,6 +67,7 @@ class DreamEvaluator:
         self.max_steps = int(max_steps)
         self.temperature = float(temperature)
         self.action_fn = action_fn
+        self.end_episodes = bool(end_episodes)
         self._rollout_fn = tf.function(self._rollout)
 
     def _rollout(self, params, z0, seed):
@@ -90,7 +94,8 @@ class DreamEvaluator:
             steps += alive
             u = tf.random.stateless_uniform([b], seed=seed + tf.stack([t, 0]))
             done = tf.cast(u < tf.cast(nxt["done_prob"], tf.float32), tf.float32)
-            alive *= 1.0 - done
+            if self.end_episodes:
+                alive *= 1.0 - done
             return t + 1, tf.cast(nxt["z"], tf.float32), h, state, total, alive, steps
 
         def cond(t, z, h, state, total, alive, steps):

@@ -5,9 +5,9 @@
 
 `encoder` and `sequential_model` are names of no-argument functions in
 `rl755.models.<env folder>.saved_models` (trained weights loaded), or "none" (no encoder: the
-controller reads the frame's pixels; no sequential model: a V-only controller on z). An
-encoder training directory can be given instead (`encoder_dir` + `encoder_model`, e.g.
-"vae.Vae", + `representation_size`). Unknown names fail at once, listing the valid ones.
+controller reads the frame's pixels; no sequential model: a V-only controller on z). Training
+directories can be given instead: `encoder_dir` + `encoder_model` (e.g. "vae.Vae") +
+`representation_size`, and `sequential_model_dir` (its sequential_model.json names the model). Unknown names fail at once, listing the valid ones.
 Everything returned is picklable, so Ray workers build their own models.
 """
 
@@ -40,6 +40,18 @@ class EncoderFromDir:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class SequentialModelFromDir:
+    """Picklable constructor: a model trained with scripts/models/train_sequential_model.py."""
+
+    model_dir: str
+
+    def __call__(self):
+        from rl755.models.common.train_sequential import load_trained_model
+
+        return load_trained_model(self.model_dir)
+
+
 def saved_model_fn(environment: Environments, name: str, what: str):
     """A no-argument constructor from rl755.models.<env>.saved_models, or None for "none"."""
     if name is None or name.strip().lower() == NONE:
@@ -65,6 +77,7 @@ def make_agent_spec(
     encoder_model: str | None = None,
     representation_size: int | None = None,
     hidden_units: int | None = None,
+    sequential_model_dir: str | None = None,
 ) -> AgentSpec:
     """Strictly resolves names (no models are built here); see the module docstring."""
     env = Environments.from_name(environment)
@@ -79,7 +92,11 @@ def make_agent_spec(
     else:
         encoder_fn = saved_model_fn(env, encoder, "encoder")
         encoder_name = encoder or NONE
-    seq_fn = saved_model_fn(env, sequential_model, "sequential_model")
+    if sequential_model_dir:
+        seq_fn = SequentialModelFromDir(sequential_model_dir)
+        sequential_model = f"dir:{sequential_model_dir}"
+    else:
+        seq_fn = saved_model_fn(env, sequential_model, "sequential_model")
     if seq_fn is not None and encoder_fn is None:
         raise ValueError("--sequential_model needs an encoder (--encoder or --encoder_dir).")
     kwargs = ()
@@ -108,7 +125,10 @@ def spec_for_trained(trained, encoder_fn=None, sequential_model_fn=None) -> Agen
         else:
             encoder_fn = saved_model_fn(env, meta["encoder"], "encoder")
     if sequential_model_fn is None and meta["sequential_model"] != NONE:
-        sequential_model_fn = saved_model_fn(env, meta["sequential_model"], "sequential_model")
+        if meta["sequential_model"].startswith("dir:"):  # "dir:<model dir>"
+            sequential_model_fn = SequentialModelFromDir(meta["sequential_model"][4:])
+        else:
+            sequential_model_fn = saved_model_fn(env, meta["sequential_model"], "sequential_model")
     return AgentSpec(
         environment=env.name,
         controller=meta["controller"],

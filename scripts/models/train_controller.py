@@ -30,6 +30,9 @@ flags.DEFINE_integer("representation_size", None, "With --encoder_dir: its Z.")
 flags.DEFINE_string(
     "sequential_model", "none", "Function in rl755.models.<env>.saved_models, or none (V only)."
 )
+flags.DEFINE_string(
+    "sequential_model_dir", None, "Instead of --sequential_model: a train_sequential_model dir."
+)
 flags.DEFINE_string("controller", "LinearController", "LinearController | HiddenLayerController.")
 flags.DEFINE_integer("hidden_units", 40, "HiddenLayerController's hidden units.")
 flags.DEFINE_enum("mode", "real", ["real", "dream"], "Where the population is evaluated.")
@@ -68,6 +71,7 @@ def main(argv):
         encoder_dir=FLAGS.encoder_dir,
         encoder_model=FLAGS.encoder_model,
         representation_size=FLAGS.representation_size,
+        sequential_model_dir=FLAGS.sequential_model_dir,
         cma_config=CmaConfig(
             mode=FLAGS.mode,
             population_size=FLAGS.cma_population_size,
