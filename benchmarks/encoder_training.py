@@ -42,7 +42,7 @@ def main(argv):
     import tensorflow as tf
     from car_racing_frames import play_frames, write_rollouts
 
-    from rl755.common import tf_setup
+    from rl755.common import sharded_io, tf_setup
     from rl755.data.car_racing.raw_rollouts import RawRollouts
     from rl755.models.car_racing.vae import Vae
     from rl755.models.common.train_encoder import observation_batches
@@ -55,7 +55,7 @@ def main(argv):
         tmp, frames, FLAGS.num_files, FLAGS.rollouts_per_file, 1000, FLAGS.compression
     )
     print(
-        f"data: {n} frames in {FLAGS.num_files} {FLAGS.compression or 'plain'} shards "
+        f"data: {n} frames in {FLAGS.num_files} {sharded_io.normalize_compression(FLAGS.compression) or 'plain'} shards "
         f"({time.time() - t:.1f} s to play and write)"
     )
     builder = RawRollouts(tfrecords_pattern=os.path.join(tmp, "rollouts-{split}*.tfrecord-*"))

@@ -38,7 +38,7 @@ def main(argv):
     import numpy as np
     from car_racing_frames import play_frames, write_rollouts
 
-    from rl755.common import tf_setup
+    from rl755.common import sharded_io, tf_setup
     from rl755.data_gen import encode
     from rl755.environments import Environments
     from rl755.models.car_racing.vae import Vae
@@ -93,7 +93,7 @@ def main(argv):
         )
     f, m = statistics.median(rates["files"]), statistics.median(rates["memory"])
     print(
-        f"encoding (ConvVAE Z=32, {n} frames, {FLAGS.compression or 'plain'} input, batch "
+        f"encoding (ConvVAE Z=32, {n} frames, {sharded_io.normalize_compression(FLAGS.compression) or 'plain'} input, batch "
         f"{FLAGS.batch_size}): files in/out {f:.0f} frames/s, in-memory model {m:.0f} frames/s, "
         f"ratio {f / m:.3f}"
     )
