@@ -193,3 +193,34 @@ def test_car_racing_models_have_paper_sizes():
     assert base.hidden_size == 256 and base.backbone.window == 128
     heads = transformer.base_deterministic_transformer_with_heads()
     assert heads.has_reward_head and heads.has_done_head
+
+
+@pytest.mark.parametrize("name", ["transformer", "mdn_rnn"])
+def test_step_and_sample_next_run_inside_a_compiled_while_loop(name):
+    """How dream rollouts use the model: step + sample_next in a tf.while_loop."""
+    tf.keras.utils.set_random_seed(3)
+    model = MODELS[name]()
+    model.ensure_built()
+    z0 = tf.random.normal([2, Z])
+    a = tf.fill([2, A], 0.5)
+
+    @tf.function
+    def dream(z0):
+        def body(t, z, state, total):
+            h, state = model.step(z, a, state)
+            nxt = model.sample_next(h, temperature=1.0, seed=tf.stack([t, 7]), z=z)
+            return t + 1, nxt["z"], state, total + nxt["reward"]
+
+        _, z, _, total = tf.while_loop(
+            lambda t, *_: t < 6, body, (0, z0, model.initial_state(2), tf.zeros([2]))
+        )
+        return z, total
+
+    z, total = dream(z0)
+    assert z.shape == (2, Z) and np.all(np.isfinite(z.numpy())) and np.all(np.isfinite(total))
+    if name == "transformer":  # deterministic: the loop equals eager steps
+        state, ze = model.initial_state(2), z0
+        for _ in range(6):
+            h, state = model.step(ze, a, state)
+            ze = model.sample_next(h, z=ze)["z"]
+        np.testing.assert_allclose(z, ze, atol=1e-5)
