@@ -203,8 +203,9 @@ def test_runner_job_array_covers_every_outer_shard(tmp_path):
         )
 
 
-@pytest.mark.slow  # two TF processes: ~10 s on an idle 2-core machine
-def test_runner_runs_real_instances_on_cpu(tmp_path, raw, saved_vae):
+@pytest.mark.slow  # one TF subprocess: ~5 s on an idle 2-core machine
+def test_runner_runs_a_real_instance_on_cpu(tmp_path, raw, saved_vae):
+    """Job 1 of 2 through the runner (a real encode_raw_rollouts.py process); job 0 in-process."""
     raw_dir, rollouts = raw
     out = tmp_path / "out"
     flags = {
@@ -215,7 +216,13 @@ def test_runner_runs_real_instances_on_cpu(tmp_path, raw, saved_vae):
         "rollouts_pattern": pattern(raw_dir),
     }
     environ = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    assert encode.run_instances(flags, str(out), instances_per_job=2, environ=environ) == [0, 1]
+    ran = encode.run_instances(flags, str(out), job_index=1, num_jobs=2, environ=environ)
+    assert ran == [1]
+    assert len(os.listdir(out / "logs")) == 1
+    encode.encode_raw_rollouts(
+        "FAKE_PIXELS", SAVED, "train", str(out), "encoded", 2, num_outer_shards=2,
+        outer_shard_index=0, rollouts_pattern=pattern(raw_dir),
+    )  # fmt: skip
     files, encoded = _read_all(out)
     assert [os.path.basename(f).split(".")[0] for f in files] == [
         "encoded-train-o00000of00002"
@@ -223,7 +230,6 @@ def test_runner_runs_real_instances_on_cpu(tmp_path, raw, saved_vae):
     assert collections.Counter(_key(r.action_l) for r in encoded) == collections.Counter(
         _key(r.action_l) for r in rollouts
     )
-    assert len(os.listdir(out / "logs")) == 2
 
 
 @pytest.mark.parametrize(
