@@ -69,22 +69,13 @@ def make_strategy() -> tf.distribute.Strategy:
 
     Call before any other TensorFlow op (multi-worker collectives are set up at creation)."""
     if int(os.environ.get("SLURM_STEP_NUM_TASKS", "1")) > 1:
-        SlurmClusterResolver = tf.distribute.cluster_resolver.SlurmClusterResolver
-        if tf.config.list_physical_devices("GPU"):
-            resolver = SlurmClusterResolver()
-        else:
-            # gpus_per_node=0 raises inside the resolver, and it checks tasks_per_node *
-            # gpus_per_task <= gpus_per_node: on CPU-only nodes claim one pretend GPU per
-            # task and keep the resolver away from CUDA_VISIBLE_DEVICES.
-            num_tasks = int(os.environ["SLURM_STEP_NUM_TASKS"])
-            resolver = SlurmClusterResolver(
-                gpus_per_node=num_tasks, gpus_per_task=1, auto_set_gpu=False
-            )
+        resolver = _slurm_resolver()
+        cluster = resolver.cluster_spec().as_dict()  # also sets task_type and task_id
         logging.info(
-            "Multi-worker training: task %d of %s (%s)",
+            "Multi-worker training: task %s of %s (%s)",
             resolver.task_id,
             os.environ.get("SLURM_STEP_NUM_TASKS"),
-            resolver.cluster_spec().as_dict(),
+            cluster,
         )
         return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     gpus = tf.config.list_logical_devices("GPU")
@@ -102,6 +93,25 @@ def cpu_strategy(num_devices: int) -> tf.distribute.MirroredStrategy:
     return tf.distribute.MirroredStrategy(
         devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
     )
+
+
+def _slurm_resolver():
+    """TF's SlurmClusterResolver, without initializing TensorFlow first.
+
+    With GPUs (CUDA_VISIBLE_DEVICES or nvidia-smi) it splits each node's GPUs among the
+    node's tasks. Without any, the default raises (gpus_per_node=0, or no nvidia-smi) and it
+    checks tasks_per_node * gpus_per_task <= gpus_per_node: CPU-only nodes get one pretend
+    GPU per task and auto_set_gpu=False, so CUDA_VISIBLE_DEVICES is left alone."""
+    slurm_cluster_resolver = tf.distribute.cluster_resolver.SlurmClusterResolver
+    try:
+        resolver = slurm_cluster_resolver()
+        if resolver.num_accelerators().get("GPU", 0) > 0:
+            resolver.cluster_spec()
+            return resolver
+    except (RuntimeError, ValueError, OSError) as e:
+        logging.info("No GPUs for SlurmClusterResolver (%s); using CPUs.", e)
+    num_tasks = int(os.environ["SLURM_STEP_NUM_TASKS"])
+    return slurm_cluster_resolver(gpus_per_node=num_tasks, gpus_per_task=1, auto_set_gpu=False)
 
 
 def _is_chief(strategy: tf.distribute.Strategy) -> bool:
