@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 from encoder_helpers import fake_rollout, pattern, save_untrained_vae, write_raw_rollouts
 
+from rl755.common import sharded_io
 from rl755.models.common import checkpoints
 from rl755.models.common.saved_encoders import load_encoder
 from rl755.models.common.train_encoder import (
@@ -117,6 +118,11 @@ def test_training_fails_fast_on_bad_input(tmp_path, raw_dir):
         _train(tmp_path / "b", raw_dir, 10, environment="CAR_RACING")
     with pytest.raises(LookupError, match="vae"):
         _train(tmp_path / "c", raw_dir, 10, model="nope.Vae")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    sharded_io.write_tfrecord(str(empty / "rollouts-train.tfrecord-00000-of-00001"), [])
+    with pytest.raises(ValueError, match="hold no rollouts"):
+        _train(tmp_path / "a", empty, 10, validation_steps=0)
     only_train = tmp_path / "only_train"
     write_raw_rollouts(only_train, "train", 1, 1)
     with pytest.raises(FileNotFoundError, match="validation_steps=0"):

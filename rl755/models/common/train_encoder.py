@@ -346,9 +346,9 @@ def train_obs_encoder(
         sample_split = "validation" if validation_steps else "train"
         sample_frames = next(
             iter(
-                builder.random_rollout_observations(sample_split, obs_sampled_per_rollout=2)
-                .shuffle(64)
-                .batch(NUM_IMAGES_IN_PNG)
+                builder.random_rollout_observations(sample_split, obs_sampled_per_rollout=1).batch(
+                    NUM_IMAGES_IN_PNG
+                )
             )
         ).numpy()
         fit_kwargs = {}
