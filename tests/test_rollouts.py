@@ -213,6 +213,10 @@ def test_rerun_with_same_seed_skips_and_different_seeds_coexist(tmp_path):
     again = collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", seed=1, progress=False, **kw)
     assert again["written"] == 0 and again["skipped"] == len(a["files"])
     assert {f: os.stat(f).st_mtime_ns for f in a["files"]} == mtimes
+    with pytest.raises(BadInput, match="another --num_rollouts, --rollouts_per_shard"):
+        collect.collect_rollouts(
+            "FAKE_PIXELS", "RandomPolicy", seed=1, progress=False, **(kw | {"num_rollouts": 4})
+        )
     b = collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", seed=2, progress=False, **kw)
     assert not set(a["files"]) & set(b["files"])
     assert len(_read_shards(sharded_io.list_shards(f"{out}/rollouts-*.tfrecord-*"))) == 6

@@ -12,9 +12,12 @@ Output formats:
             straight into out_dir (no pickle pass, frames never cross Ray's object store), plus
             `dataset_info.json`; the dataset builders read them where they are.
 
-`<tag>` is derived from the run's base seed and settings, so concurrent instances (each with
-its own seed; the default is a fresh random seed) never collide, and rerunning the same
-command with the same `seed` skips the files that exist and makes only the missing ones.
+`<tag>` is derived from the run's base seed and settings (for shards, plus the shard layout),
+so concurrent instances (each with its own seed; the default is a fresh random seed) never
+collide, and rerunning the same command with the same `seed` skips the files that exist and
+makes only the missing ones. Shards of the same seed in another layout are refused (they would
+duplicate rollouts). Instances that share an out_dir need distinct seeds (or none): the same
+seed makes the same rollouts.
 """
 
 from __future__ import annotations
@@ -62,6 +65,23 @@ def run_tag(**settings) -> str:
     """8 hex digits naming a run's outputs, a function of its seed and settings."""
     blob = json.dumps(settings, sort_keys=True, default=str).encode()
     return hashlib.sha1(blob).hexdigest()[:8]
+
+
+def _check_no_other_layout(out_dir: str, out_name: str, tag: str, layout: str, seed: int) -> None:
+    """Fails if out_dir holds shards of the same seeded rollouts in another shard layout."""
+    pattern = os.path.join(out_dir, f"{out_name}-*-{tag}-*.tfrecord-*")
+    other = sorted(
+        os.path.basename(p)
+        for p in tfr.sharded_io.list_shards(pattern)
+        if not os.path.basename(p).split(".tfrecord-")[0].endswith(f"-{tag}-{layout}")
+    )
+    if other:
+        raise BadInput(
+            f"{out_dir} already holds shards of the rollouts of --seed={seed} written with another "
+            f"--num_rollouts, --rollouts_per_shard or --validation_fraction ({other[0]}, ...): "
+            "rerun with the original values to finish that run, or pass another --seed (or none) "
+            "to add new rollouts."
+        )
 
 
 def plan_tasks(
@@ -147,7 +167,7 @@ def collect_rollouts(
     if not 0.0 <= validation_fraction < 1.0:
         raise BadInput(f"--validation_fraction must be in [0, 1), got {validation_fraction}.")
     if rollouts_per_shard is None or rollouts_per_shard == 0:
-        rollouts_per_shard = tfr.default_rollouts_per_shard(num_rollouts, parallelism)
+        rollouts_per_shard = tfr.default_rollouts_per_shard(num_rollouts)
     tfr.check_positive(rollouts_per_shard=rollouts_per_shard)
     policy_fn = resolve_policy(env_enum, policy)
     out_dir = out_dir or default_out_dir(env_enum, out_format)
@@ -156,14 +176,17 @@ def collect_rollouts(
     if seed is None:
         seed = gym_rollouts.random_base_seed()
         log.info("Base seed %d (pass --seed=%d to reproduce this run).", seed, seed)
-    settings = dict(env=env_enum.name, policy=policy, max_steps=max_steps, seed=seed)
+    # The tag's first part names the rollouts (seed and what shapes them), the second the
+    # shard layout; the same rollouts in another layout would be duplicates in the dataset.
+    tag = run_tag(env=env_enum.name, policy=policy, max_steps=max_steps, seed=seed)[:6]
     if out_format == "tfrecord":
-        settings.update(
+        layout = run_tag(
             num_rollouts=num_rollouts,
             rollouts_per_shard=rollouts_per_shard,
             validation_fraction=validation_fraction,
-        )
-    tag = run_tag(**settings)
+        )[:4]
+        _check_no_other_layout(out_dir, out_name, tag, layout, seed)
+        tag = f"{tag}-{layout}"
     tasks = plan_tasks(
         out_format, num_rollouts, seed, tag, out_name, rollouts_per_shard, validation_fraction
     )

@@ -468,6 +468,9 @@ def _run_conversion(jobs, compression, observation_shape, parallelism, progress)
         bar.close()
 
 
-def default_rollouts_per_shard(num_rollouts: int, parallelism: int) -> int:
-    """Rollouts per shard when unspecified: ~8 tasks per worker, at most 16 rollouts each."""
-    return max(1, min(16, math.ceil(num_rollouts / (8 * parallelism))))
+def default_rollouts_per_shard(num_rollouts: int) -> int:
+    """Rollouts per shard when unspecified: at least ~64 shards (tasks), at most 16 rollouts each.
+
+    Independent of the parallelism, so a rerun with another --parallelism resumes the same shards.
+    """
+    return max(1, min(16, math.ceil(num_rollouts / 64)))

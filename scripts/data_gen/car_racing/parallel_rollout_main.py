@@ -10,8 +10,9 @@
         --policy=HastingsRandomPolicy --num_rollouts=10000 --parallelism=16 --max_steps=1000 \
         --out_format=tfrecord
 
-Several instances may share one --out_dir (each draws its own --seed unless given); rerunning
-a command with the same --seed makes only the files that are missing. Works for every
+Several instances may share one --out_dir (each draws its own --seed unless given; instances
+given a --seed need distinct ones); rerunning a command with the same --seed makes only the
+files that are missing. Works for every
 environment (--environment=FAKE_PIXELS, ...). Library: rl755.data_gen.collect.collect_rollouts.
 """
 
@@ -50,7 +51,7 @@ flags.DEFINE_enum(
 flags.DEFINE_integer(
     "rollouts_per_shard",
     None,
-    "Rollouts per TFRecord shard (tfrecord; default ~8 shards/worker, <= 16).",
+    "Rollouts per TFRecord shard (tfrecord; default ceil(num_rollouts / 64), at most 16).",
 )
 flags.DEFINE_float(
     "validation_fraction", 0.05, "Share of rollouts in the validation split (tfrecord)."
