@@ -52,7 +52,8 @@ class Preset:
       encoded_dataset: stage-3 dataset class in rl755.data.<env>.encoded_rollouts.
       sequential_model: stage-4 model under rl755.models.<env>, e.g. "mdn_rnn.mdn_rnn_with_heads".
       sequential_name: its registry function in saved_models (and directory name).
-      sequential_steps, sequential_batch_size, sequence_length, sequential_learning_rate.
+      sequential_steps, sequential_batch_size, sequence_length, sequential_learning_rate,
+        sample_observations (z sampled from the VAE posterior, as in the paper).
       controller, controller_name, mode, population, trials, generations, rollout_max_steps,
         temperature, sigma, eval_every, eval_episodes: stage 5 (CMA-ES).
       final_episodes, final_max_steps: the closing evaluation (controller and random policy on
@@ -80,6 +81,7 @@ class Preset:
     sequential_batch_size: int
     sequence_length: int
     sequential_learning_rate: float
+    sample_observations: bool
     controller: str
     controller_name: str
     mode: str
@@ -104,10 +106,11 @@ _CAR_RACING = dict(
     encoder_name="raw_rollout_vae_32ld",
     representation_size=32,
     encoded_dataset="RawRolloutVae32ld",
-    sequential_model="mdn_rnn.mdn_rnn_with_heads",
-    sequential_name="mdn_rnn_32ld",
+    sequential_model="mdn_rnn.mdn_rnn",
+    sequential_name="mdn_rnn_vae_32ld",
+    sample_observations=True,
     controller="LinearController",
-    controller_name="controller_linear",
+    controller_name="linear_controller_vae_mdn_rnn",
 )
 
 PRESETS: dict[str, Preset] = {
@@ -186,14 +189,15 @@ PRESETS: dict[str, Preset] = {
         encoder_learning_rate=1e-3,
         obs_sampled_per_rollout=8,
         encoded_dataset="RawRolloutVae4ld",
-        sequential_model="mdn_rnn.mdn_rnn_with_heads",
-        sequential_name="mdn_rnn_4ld",
+        sequential_model="mdn_rnn.mdn_rnn",
+        sequential_name="mdn_rnn_vae_4ld",
+        sample_observations=True,
         sequential_steps=30,
         sequential_batch_size=4,
         sequence_length=8,
         sequential_learning_rate=1e-3,
         controller="LinearController",
-        controller_name="controller_linear",
+        controller_name="linear_controller_vae_mdn_rnn",
         mode="real",
         population=4,
         trials=1,
@@ -371,6 +375,7 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 "sequence_length": preset.sequence_length,
                 "learning_rate": preset.sequential_learning_rate,
                 "save_every_n_steps": preset.save_every_n_steps,
+                "sample_observations": preset.sample_observations,
             },
             gpu,
             after=("encode_train", "encode_validation"),
@@ -429,6 +434,7 @@ def check_preset(preset: Preset) -> None:
     resolve(data, f"encoded_rollouts.{preset.encoded_dataset}", what="encoded dataset")
     resolve(models, preset.sequential_model, what="sequential model")
     resolve(models, f"saved_models.{preset.sequential_name}", what="saved sequential model")
+    resolve(models, f"saved_models.{preset.controller_name}", what="saved controller")
 
 
 # ---- running ----------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ class RolloutDatasetBuilder(abc.ABC):
     ) -> tf.data.Dataset:
         """Whole rollouts (see module docstring), read in parallel from all shards."""
         return self._raw_rollouts_ds(split, repeat, shuffle_files).map(
-            self._parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files
+            self._parser(), num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files
         )
 
     def random_rollout_slices_ds(
@@ -178,15 +178,24 @@ class RolloutDatasetBuilder(abc.ABC):
             deterministic=not shuffle_files,
         )
 
-    def _parse(self, serialized: tf.Tensor, decode_observations: bool = True) -> dict:
-        return parse_rollout_tensors(
-            serialized,
-            self._observation_shape(),
-            self.action_size,
-            observation_dtype=self._observation_dtype(),
-            with_std_devs=self._has_std_devs(),
-            decode_observations=decode_observations,
-        )
+    def _parser(self, decode_observations: bool = True):
+        """A parse function for `ds.map`; sizes and sidecar facts are read once, here."""
+        shape = self._observation_shape()
+        action_size = self.action_size
+        dtype = self._observation_dtype()
+        with_std_devs = self._has_std_devs()
+
+        def parse(serialized: tf.Tensor) -> dict:
+            return parse_rollout_tensors(
+                serialized,
+                shape,
+                action_size,
+                observation_dtype=dtype,
+                with_std_devs=with_std_devs,
+                decode_observations=decode_observations,
+            )
+
+        return parse
 
 
 class RawImageRolloutDatasetBuilder(RolloutDatasetBuilder):
@@ -219,9 +228,10 @@ class RawImageRolloutDatasetBuilder(RolloutDatasetBuilder):
         """
         _check_positive(obs_sampled_per_rollout=obs_sampled_per_rollout)
         shape = self._observation_shape()
+        parse = self._parser(decode_observations=False)
 
         def sample(serialized):
-            raw = self._parse(serialized, decode_observations=False)["observations"]
+            raw = parse(serialized)["observations"]
             n = tf.shape(raw)[0]
             k = tf.minimum(n, obs_sampled_per_rollout)
             idx = tf.random.shuffle(tf.range(n))[:k]
