@@ -297,14 +297,8 @@ def test_two_concurrent_instances_share_one_out_dir(tmp_path):
         script, "--environment=FAKE_PIXELS", "--policy=RandomPolicy", "--num_rollouts=3",
         "--parallelism=1", "--max_steps=24", f"--out_dir={out}",
     ]  # fmt: skip
-    # A third instance, started alongside, has a typo in --policy: it fails at once, cleanly.
-    bad = [script, "--environment=FAKE_PIXELS", "--policy=Nope", "--num_rollouts=2",
-           f"--out_dir={tmp_path / 'bad'}"]  # fmt: skip
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     procs = [subprocess.Popen([sys.executable, *a], env=env, cwd=REPO) for a in (args, args)]
-    bad_proc = subprocess.Popen(
-        [sys.executable, *bad], env=env, cwd=REPO, stderr=subprocess.PIPE, text=True
-    )
     assert [p.wait(timeout=180) for p in procs] == [0, 0]
     pickles = tfr.list_pickles(out)
     assert len(pickles) == 6  # each instance drew its own seed: no name collides
@@ -312,10 +306,6 @@ def test_two_concurrent_instances_share_one_out_dir(tmp_path):
     seeds = {tfr.load_rollouts(p)[0].metadata["seed"] for p in pickles}
     assert len(seeds) == 6
     assert len(os.listdir(os.path.join(out, "runs"))) == 2  # both runs recorded
-    _, err = bad_proc.communicate(timeout=180)
-    assert bad_proc.returncode != 0
-    assert "names there: HastingsRandomPolicy, RandomPolicy" in err and "Traceback" not in err
-    assert not (tmp_path / "bad").exists()  # failed before creating anything
 
 
 # ---- corrupted shards -------------------------------------------------------------------------------
@@ -491,15 +481,21 @@ def test_bad_collection_inputs_fail_fast_with_advice(tmp_path):
     afile.write_text("x")
     with pytest.raises(BadInput, match="is a file"):
         collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, out_dir=str(afile), **kw)
-    with pytest.raises(BadInput, match="compression applies to --out_format=tfrecord"):
+    with pytest.raises(BadInput, match="apply to --out_format=tfrecord only"):
         collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, compression="GZIP", **kw)
+    with pytest.raises(BadInput, match="apply to --out_format=tfrecord only"):
+        collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, rollouts_per_shard=4, **kw)
 
 
 @pytest.mark.parametrize("env", [Environments.CAR_RACING, FAKE])
-def test_policy_lookup_errors_list_valid_names(env):
+def test_policy_lookup_errors_list_valid_names(env, tmp_path):
     assert collect.resolve_policy(env, "HastingsRandomPolicy").__name__ == "HastingsRandomPolicy"
     with pytest.raises(BadInput, match="HastingsRandomPolicy, RandomPolicy"):
         collect.resolve_policy(env, "RandomPolicyy")
+    out = tmp_path / "out"
+    with pytest.raises(BadInput, match="names there: HastingsRandomPolicy, RandomPolicy"):
+        collect.collect_rollouts(env.name, "Nope", 2, 1, 10, out_dir=str(out), progress=False)
+    assert not out.exists()  # failed before creating anything
 
 
 # ---- policies ------------------------------------------------------------------------------------------

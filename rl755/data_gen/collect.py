@@ -157,8 +157,11 @@ def collect_rollouts(
     tfr.check_positive(num_rollouts=num_rollouts, parallelism=parallelism, max_steps=max_steps)
     if out_format not in OUT_FORMATS:
         raise BadInput(f"--out_format={out_format!r}; valid: {', '.join(OUT_FORMATS)}.")
-    if compression is not None and out_format == "pickle":
-        raise BadInput("--compression applies to --out_format=tfrecord only.")
+    if out_format == "pickle" and (compression is not None or rollouts_per_shard):
+        raise BadInput(
+            "--compression and --rollouts_per_shard apply to --out_format=tfrecord only "
+            "(pickles are converted with rollout_pickles_to_tfrecords.py)."
+        )
     compression = tfr.sharded_io.normalize_compression(
         "GZIP" if compression is None else compression
     )

@@ -447,7 +447,10 @@ def _run_conversion(jobs, compression, observation_shape, parallelism, progress)
                 results.append(convert_shard(path, group, compression, observation_shape))
                 bar.update(1)
             return results
-        ctx = multiprocessing.get_context("spawn")
+        # Workers fork from a server that imported this module (and TensorFlow) once, so
+        # `parallelism` workers cost one import; the server runs no TF ops before forking.
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=min(parallelism, len(jobs)), mp_context=ctx, initializer=_init_worker
         ) as pool:
