@@ -287,6 +287,7 @@ def stage_environ(out_dir: str) -> dict[str, str]:
     """The environment variables every stage runs with."""
     out_dir = os.path.abspath(out_dir)
     return {
+        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
         "RL755_DATA_DIR": os.path.join(out_dir, "data"),
         "RL755_MODELS_DIR": os.path.join(out_dir, "models"),
     }
@@ -320,7 +321,10 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 "compression": "GZIP",
                 "rollouts_per_shard": preset.rollouts_per_shard,
                 "out_dir": paths.raw_dir,
-                "seed": seed,
+                # Array tasks need distinct seeds (same seed = same rollouts): the decimal
+                # string "<seed + 1>000<task>" is unique per (seed, task) and fixed across
+                # reruns, so a rerun or requeue resumes instead of duplicating.
+                "seed": seed if small else f"{seed + 1}000{{global_index}}",
             },
             cpu,
             array=None if small else ArraySpec(num_tasks=10, split=("num_rollouts",)),

@@ -135,3 +135,15 @@ def test_summary_table_lists_stages_and_scores():
     text = pipeline.format_summary(summary)
     assert "collect" in text and "12.0 s" in text and "1 min 15 s" in text
     assert "controller 12.5 ± 1.0  vs  random policy -3.0 ± 2.0" in text
+
+
+def test_world_models_collection_array_tasks_get_distinct_stable_seeds():
+    from rl755.slurm.launcher import expand_instances
+
+    seeds = []
+    for base in (0, 1):
+        collect = pipeline.build_stages(pipeline.PRESETS["world_models"], "/tmp/x", seed=base)[0]
+        tasks = expand_instances(collect.flags, collect.array)
+        seeds += [int(t[0]["seed"]) for t in tasks]
+        assert sum(int(t[0]["num_rollouts"]) for t in tasks) == 10000
+    assert len(set(seeds)) == len(seeds) == 20
