@@ -9,7 +9,8 @@ Z = 32) in one process, interleaved repeat by repeat:
              shuffle(1000) -> batch -> prefetch (rl755.models.common.train_encoder)
   in-memory: one uint8 batch already in memory, repeated (no input pipeline at all)
 Prints the median images/s of each and their ratio (target >= 0.95: the input pipeline
-is not the bottleneck).
+is not the bottleneck), and the same per CPU-second of the process (includes the tf.data
+threads; on a shared machine this varies less than wall time).
 """
 
 from __future__ import annotations
@@ -73,20 +74,26 @@ def main(argv):
         for _ in range(3):
             train_function(it)
 
-    def timed(it) -> float:
-        start = time.perf_counter()
+    def timed(it) -> tuple[float, float]:
+        """(images per wall second, images per CPU second of the whole process)."""
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(FLAGS.steps):
             logs = train_function(it)
         float(logs["loss"])  # wait for the last step
-        return FLAGS.steps * FLAGS.batch_size / (time.perf_counter() - start)
+        n = FLAGS.steps * FLAGS.batch_size
+        return n / (time.perf_counter() - start), n / (time.process_time() - cpu)
 
     rates = {"pipeline": [], "in_memory": []}
+    cpu_rates = {"pipeline": [], "in_memory": []}
     for r in range(FLAGS.repeats):
-        rates["pipeline"].append(timed(pipeline))
-        rates["in_memory"].append(timed(in_memory))
+        for name, it in (("pipeline", pipeline), ("in_memory", in_memory)):
+            wall, cpu = timed(it)
+            rates[name].append(wall)
+            cpu_rates[name].append(cpu)
         print(
-            f"repeat {r}: pipeline {rates['pipeline'][-1]:.0f} img/s, "
-            f"in-memory {rates['in_memory'][-1]:.0f} img/s"
+            f"repeat {r}: pipeline {rates['pipeline'][-1]:.0f} img/s "
+            f"({cpu_rates['pipeline'][-1]:.0f} per CPU-s), in-memory "
+            f"{rates['in_memory'][-1]:.0f} img/s ({cpu_rates['in_memory'][-1]:.0f} per CPU-s)"
         )
     start = time.perf_counter()
     for _ in range(FLAGS.steps):
@@ -94,6 +101,11 @@ def main(argv):
     alone = FLAGS.steps * FLAGS.batch_size / (time.perf_counter() - start)
     print(f"the input pipeline alone (no training): {alone:.0f} img/s")
     p, m = statistics.median(rates["pipeline"]), statistics.median(rates["in_memory"])
+    pc, mc = statistics.median(cpu_rates["pipeline"]), statistics.median(cpu_rates["in_memory"])
+    print(
+        f"CPU cost (process CPU time, less sensitive to other jobs): pipeline {pc:.0f} img/CPU-s, "
+        f"in-memory {mc:.0f} img/CPU-s, ratio {pc / mc:.3f}"
+    )
     print(
         f"encoder training (ConvVAE Z=32, batch {FLAGS.batch_size}, {FLAGS.steps} steps x "
         f"{FLAGS.repeats}): TFRecord pipeline {p:.0f} img/s, in-memory {m:.0f} img/s, "
