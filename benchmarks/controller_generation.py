@@ -1,6 +1,6 @@
 """One scaled-down World Models CMA-ES generation on CarRacing: real mode vs raw env, dream vs real.
 
-    python benchmarks/controller_generation.py --population=8 --trials=2 --steps=150 --repeats=3
+    python benchmarks/controller_generation.py --population=16 --trials=2 --steps=60 --repeats=3
 
 Networks at the paper's size with random weights: ConvVAE (Z = 32, 4.35M params) + MDN-RNN
 (LSTM 256, 5 mixtures, reward/done heads) + LinearController (867 params).
@@ -28,9 +28,9 @@ from rl755.common import tf_setup
 tf_setup.quiet()
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("population", 8, "P, CMA-ES population.")
+flags.DEFINE_integer("population", 16, "P, CMA-ES population.")
 flags.DEFINE_integer("trials", 2, "T, episodes per member.")
-flags.DEFINE_integer("steps", 150, "S, steps per episode.")
+flags.DEFINE_integer("steps", 60, "S, steps per episode.")
 flags.DEFINE_integer("workers", 2, "W, Ray workers (one per core).")
 flags.DEFINE_integer("envs_per_worker", 4, "Environments stepped together per worker.")
 flags.DEFINE_integer("repeats", 3, "Timed repetitions of each (after one warm-up).")

@@ -147,7 +147,13 @@ def _plot_curve(model_dir: str, history: list[dict], evals: list[dict], title: s
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(gens, [h["mean"] for h in history], label="population mean")
     ax.plot(gens, [h["best"] for h in history], label="population best")
-    ax.fill_between(gens, [h["worst"] for h in history], [h["best"] for h in history], alpha=0.15)
+    ax.fill_between(
+        gens,
+        [h["worst"] for h in history],
+        [h["best"] for h in history],
+        alpha=0.15,
+        label="population worst to best",
+    )
     if evals:
         ax.errorbar(
             [e["generation"] for e in evals],
