@@ -221,3 +221,17 @@ def test_registered_controllers_load_by_name(tmp_path):
             seed=0,
             out_dir=str(tmp_path / "e"),
         )
+
+
+def test_large_controllers_use_diagonal_cma(tmp_path, monkeypatch):
+    from rl755.controller import cma_train
+
+    monkeypatch.setattr(cma_train, "FULL_COVARIANCE_MAX_PARAMS", 20)
+    out = train_controller(exact_spec(), str(tmp_path / "c"), small(generations=1))
+    assert out["es"].opts["CMA_diagonal"] is True  # 21 parameters > 20
+    small_out = train_controller(
+        AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder),
+        str(tmp_path / "v"),
+        small(generations=1),
+    )
+    assert small_out["es"].opts["CMA_diagonal"] in (False, "0*100*N/popsize**0.5")

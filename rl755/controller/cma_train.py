@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 CHECKPOINT = "checkpoint.pkl"
 CURVE = "learning_curve.png"
 MODES = ("real", "dream")
+FULL_COVARIANCE_MAX_PARAMS = 10_000  # above this, diagonal CMA-ES (memory and time ~ N^2)
 
 
 def _seeds(seed: int, *key: int, n: int) -> np.ndarray:
@@ -256,11 +257,13 @@ def train_controller(
         es = ckpt["es"]
         log.info("Resuming %s at generation %d.", model_dir, ckpt["generation"])
     else:
-        es = cma.CMAEvolutionStrategy(
-            np.zeros(n),
-            cfg.sigma,
-            {"popsize": cfg.population_size, "seed": cfg.seed + 1, "verbose": -9},
-        )
+        options = {"popsize": cfg.population_size, "seed": cfg.seed + 1, "verbose": -9}
+        if n > FULL_COVARIANCE_MAX_PARAMS:
+            # A full N x N covariance is N^2 floats (a pixel controller on CarRacing: 83k
+            # parameters -> 55 GB): use separable (diagonal) CMA-ES instead.
+            options["CMA_diagonal"] = True
+            log.info("%d parameters: using diagonal (separable) CMA-ES.", n)
+        es = cma.CMAEvolutionStrategy(np.zeros(n), cfg.sigma, options)
         ckpt = {
             "generation": 0,
             "es": es,
