@@ -137,11 +137,14 @@ def test_training_fails_fast_on_bad_input(tmp_path, raw_dir):
 def test_non_finite_loss_stops_with_a_clear_message(tmp_path):
     vae = save_untrained_vae(tmp_path / "m")
     vae.compile(optimizer="adam", loss=vae.get_loss_fn())
-    cb = _StopOnNonFiniteLoss(str(tmp_path / "m"))
+    cb = _StopOnNonFiniteLoss(str(tmp_path / "m"), check_every=2)
     cb.set_model(vae)
-    cb.on_train_batch_end(0, {"loss": 1.0})
-    with pytest.raises(NonFiniteLossError, match="learning_rate"):
-        cb.on_train_batch_end(1, {"loss": float("nan")})
+    cb.on_train_batch_end(1, {"loss": 1.0})
+    cb.on_train_batch_end(2, {"loss": float("nan")})  # not a checking step
+    with pytest.raises(NonFiniteLossError, match=r"model-001.*learning_rate"):
+        cb.on_train_batch_end(3, {"loss": float("nan")})
+    with pytest.raises(NonFiniteLossError):  # end of a save period: before the checkpoint
+        cb.on_epoch_end(0, {"loss": float("inf")})
 
 
 def test_saved_models_and_wrong_checkpoints(tmp_path):

@@ -170,17 +170,31 @@ class NonFiniteLossError(RuntimeError):
 
 
 class _StopOnNonFiniteLoss(keras.callbacks.Callback):
-    def __init__(self, model_dir: str):
+    """Raises NonFiniteLossError when the (running mean) training loss is NaN or inf.
+
+    Checked every `check_every` steps (reading the loss waits for the step, so not every
+    step) and at the end of each save period, before the checkpoint is written (this
+    callback comes first), so a NaN model is never saved."""
+
+    def __init__(self, model_dir: str, check_every: int = 50):
         super().__init__()
         self.model_dir = model_dir
+        self.check_every = check_every
 
     def on_train_batch_end(self, batch, logs=None):
+        if (batch + 1) % self.check_every == 0:
+            self._check(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._check(logs)
+
+    def _check(self, logs):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
             step = int(self.model.optimizer.iterations.numpy())
             ckpt = checkpoints.newest_complete_checkpoint(self.model_dir)
             raise NonFiniteLossError(
-                f"The training loss became {float(loss)} at step {step}. Stopped; "
+                f"The training loss became {float(loss)} by step {step}. Stopped; "
                 + (
                     f"the newest good checkpoint is {ckpt.weights_path} (step {ckpt.step}). "
                     if ckpt
