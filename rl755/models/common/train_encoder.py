@@ -26,6 +26,7 @@ import dataclasses
 import math
 import os
 import sys
+import time
 
 import keras
 import numpy as np
@@ -176,14 +177,46 @@ class _StopOnNonFiniteLoss(keras.callbacks.Callback):
     step) and at the end of each save period, before the checkpoint is written (this
     callback comes first), so a NaN model is never saved."""
 
-    def __init__(self, model_dir: str, check_every: int = 50):
+    def __init__(
+        self,
+        model_dir: str,
+        check_every: int = 50,
+        train_steps: int | None = None,
+        batch_size: int | None = None,
+        log_every_s: float = 60.0,
+    ):
         super().__init__()
         self.model_dir = model_dir
         self.check_every = check_every
+        self.train_steps = train_steps
+        self.batch_size = batch_size
+        self.log_every_s = log_every_s
+        self._last = None  # (time, step) of the last progress line
 
     def on_train_batch_end(self, batch, logs=None):
         if (batch + 1) % self.check_every == 0:
             self._check(logs)
+            self._progress(logs)
+
+    def _progress(self, logs):
+        """Logs 'step X/Y, loss, images/s' at most every log_every_s seconds."""
+        now = time.time()
+        step = int(self.model.optimizer.iterations.numpy())
+        if self._last is None:
+            self._last = (now, step)
+            return
+        if now - self._last[0] < self.log_every_s:
+            return
+        rate = (step - self._last[1]) / (now - self._last[0])
+        logging.info(
+            "step %d/%s: loss %.4f (mean this period), %.1f steps/s%s",
+            step,
+            self.train_steps or "?",
+            float((logs or {}).get("loss", float("nan"))),
+            rate,
+            f", {rate * self.batch_size:.0f} images/s" if self.batch_size else "",
+        )
+        self._last = (now, step)
 
     def on_epoch_end(self, epoch, logs=None):
         self._check(logs)
@@ -375,7 +408,7 @@ def train_obs_encoder(
             )
         writer = tf.summary.create_file_writer(os.path.join(model_dir, "logs"))
         callbacks = [
-            _StopOnNonFiniteLoss(model_dir),
+            _StopOnNonFiniteLoss(model_dir, train_steps=train_steps, batch_size=batch_size),
             _SaveEverything(model_dir, info, sample_frames, writer, result),
         ]
         if verbose is None:
