@@ -45,3 +45,17 @@ def mdn_rnn_with_heads(**kwargs):
     kwargs.setdefault("predict_done", True)
     kwargs.setdefault("done_pos_weight", 1.0)
     return mdn_rnn(**kwargs)
+
+
+def mdn_rnn_with_heads_end_weighted(**kwargs):
+    """`mdn_rnn_with_heads` with episode ends weighted 50x in the loss.
+
+    `get_autoregressive_slices(L)` starts a slice uniformly in [0, n - L], so a rollout's last
+    step (the only one with done = 1) is in a slice about L * (n - L + 1) / n times less often
+    than an average step: ~70x for L = 100 and Doom's random rollouts (n ~ 320). Weighting
+    ends by 50 undoes most of that bias, so the head's probabilities come out near the real
+    hazard (the unweighted head, trained on such slices, predicted 0.0004 per step against
+    a real 0.0038).
+    """
+    kwargs.setdefault("done_pos_weight", 50.0)
+    return mdn_rnn_with_heads(**kwargs)

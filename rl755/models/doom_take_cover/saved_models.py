@@ -66,3 +66,19 @@ def mdn_rnn_64ld():
     from rl755.models.common.train_sequential import load_trained_model
 
     return load_trained_model(_model_dir("mdn_rnn_64ld"))
+
+
+def mdn_rnn_64ld_end_weighted():
+    """`mdn_rnn_64ld` fine-tuned for 200 more steps with episode ends weighted 50x
+    (`mdn_rnn.mdn_rnn_with_heads_end_weighted`), so its done probabilities match the real
+    hazard (see that function). Made by copying `mdn_rnn_64ld`'s model dir, naming the new
+    model function in its sequential_model.json, and resuming:
+
+        python scripts/models/train_sequential_model.py --environment=DOOM_TAKE_COVER \
+            --model=mdn_rnn.mdn_rnn_with_heads_end_weighted --rollouts_dataset=RawRolloutVae64ld \
+            --model_dir=<models_dir>/doom_take_cover/mdn_rnn_64ld_end_weighted --train_steps=800 \
+            --batch_size=32 --sequence_length=100 --learning_rate=1e-3
+    """
+    from rl755.models.common.train_sequential import load_trained_model
+
+    return load_trained_model(_model_dir("mdn_rnn_64ld_end_weighted"))
