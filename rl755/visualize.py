@@ -44,11 +44,13 @@ def predicted_frames(
         if t >= start:
             nxt = sequential_model.sample_next(h, temperature=1e-3, z=tf.constant(z[t : t + 1]))
             predicted.append(nxt["z"].numpy()[0])
-    real = frames[start + 1 : end + 1]
+    real = tf.constant(frames[start + 1 : end + 1])
     recon = encoder.decode(tf.constant(z[start + 1 : end + 1])).numpy()
     pred = encoder.decode(tf.constant(np.stack(predicted))).numpy()
-    size = recon.shape[1:3]
-    real = tf.image.resize(real, size).numpy() / 255.0
+    if hasattr(encoder, "preprocess"):  # the frame as the encoder sees it (cropped, resized)
+        real = encoder.preprocess(real).numpy()
+    else:
+        real = tf.image.resize(real, recon.shape[1:3]).numpy() / 255.0
     rows = [np.concatenate(list(r), axis=1) for r in (real, recon, pred)]
     image = np.concatenate(rows, axis=0)
     return (np.clip(image, 0.0, 1.0) * 255).astype(np.uint8)
