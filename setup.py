@@ -15,7 +15,6 @@ setup(
         "tensorboard>=2.21,<2.22",
         "tensorflow-probability>=0.25,<0.26",
         "tf-keras>=2.21,<2.22",
-        "keras-hub>=0.32,<0.33",
         "gymnasium[box2d]>=1.4,<1.5",
         "ray>=2.60",
         "cma>=4.5",
