@@ -18,7 +18,7 @@ $(STAMP): requirements.txt setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps -e . --config-settings editable_mode=compat
+	$(PY) -m pip install -q --no-deps -e .
 	@touch $(STAMP)
 
 demo: $(STAMP)

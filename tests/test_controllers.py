@@ -159,8 +159,11 @@ def test_training_directories_resolve_to_picklable_constructors(tmp_path):
     import pickle
 
     spec = resolve.make_agent_spec(
-        "FAKE_PIXELS", "LinearController", encoder_dir=str(tmp_path / "enc"),
-        encoder_model="vae.Vae", representation_size=4,
+        "FAKE_PIXELS",
+        "LinearController",
+        encoder_dir=str(tmp_path / "enc"),
+        encoder_model="vae.Vae",
+        representation_size=4,
         sequential_model_dir=str(tmp_path / "seq"),
     )
     spec = pickle.loads(pickle.dumps(spec))
