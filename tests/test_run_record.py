@@ -71,13 +71,18 @@ def test_several_runs_share_one_out_dir(tmp_path):
 
 
 def test_sigterm_marks_run_interrupted_and_restores_handler(tmp_path):
-    before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt):
-        with run_record.record_run(tmp_path, {}, "s"):
-            os.kill(os.getpid(), signal.SIGTERM)  # what scancel / preemption sends
-            time.sleep(5)
-    assert _only_record(tmp_path)["status"] == "interrupted"
-    assert signal.getsignal(signal.SIGTERM) == before
+    # A stage script starts with the default SIGTERM action; earlier tests in this process
+    # (Ray's driver, for one) may have installed their own handler, so start from the default.
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with run_record.record_run(tmp_path, {}, "s"):
+                os.kill(os.getpid(), signal.SIGTERM)  # what scancel / preemption sends
+                time.sleep(5)
+        assert _only_record(tmp_path)["status"] == "interrupted"
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def test_flags_dict_with_explicit_flag_values():
@@ -109,3 +114,10 @@ def test_flags_dict_returns_main_module_flags(tmp_path):
         check=True,
     ).stdout
     assert json.loads(out.strip().splitlines()[-1]) == {"num_rollouts": 5, "out_dir": "/x"}
+
+
+def test_sigterm_turned_into_exit_15_by_ray_counts_as_interrupted(tmp_path):
+    with pytest.raises(SystemExit):
+        with run_record.record_run(tmp_path, {}, "s"):
+            sys.exit(signal.SIGTERM)  # what Ray's driver SIGTERM handler does
+    assert _only_record(tmp_path)["status"] == "interrupted"

@@ -165,9 +165,14 @@ def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
         raise
     except SystemExit as e:
         ok = e.code in (None, 0)
-        record.data.update(
-            status="completed" if ok else "failed", error=None if ok else f"SystemExit({e.code})"
-        )
+        if e.code == signal.SIGTERM:
+            # Ray's driver replaces our SIGTERM handler with one that calls sys.exit(15).
+            record.data.update(status="interrupted", error="SystemExit(15) (SIGTERM)")
+        else:
+            record.data.update(
+                status="completed" if ok else "failed",
+                error=None if ok else f"SystemExit({e.code})",
+            )
         raise
     except BaseException as e:
         record.data.update(status="failed", error=f"{type(e).__name__}: {e}")
