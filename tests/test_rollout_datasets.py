@@ -120,7 +120,11 @@ def test_dataset_info_conflict_detected(tmp_path):
 def encoded_dir(tmp_path):
     d = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
     d.mkdir(parents=True)
-    _write(d, "encoded-train", [_encoded_rollout(12, done=True), _encoded_rollout(3, done=True)])
+    _write(
+        d,
+        "encoded-train",
+        [_encoded_rollout(12, done=True), _encoded_rollout(3, done=True, offset=100.0)],
+    )
     sharded_io.write_dataset_info(
         str(d), {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True}
     )
@@ -136,24 +140,33 @@ def test_encoded_rollouts_shapes(encoded_dir):
 
 
 def test_autoregressive_slices_alignment(encoded_dir):
-    ds = VaeEncodedRollouts().get_autoregressive_slices(5, repeat=False)
+    # Two terminated rollouts: 12 steps with z_t = t, and 3 steps with z_t = 100 + t;
+    # a_t = -t and r_t = t in both.
+    ds = VaeEncodedRollouts().get_autoregressive_slices(5, repeat=True)
     assert ds.element_spec["inputs"].shape == (5, Z + 3)
-    items = sorted(ds.as_numpy_iterator(), key=lambda x: -x["mask"].sum())
-    long, short = items
-    start = long["inputs"][0, 0]
-    np.testing.assert_array_equal(long["inputs"][:, 0], start + np.arange(5))
-    np.testing.assert_array_equal(long["inputs"][:, Z], -(start + np.arange(5)))
-    np.testing.assert_array_equal(long["rewards"], start + np.arange(5))
-    valid_targets = long["target_mask"] == 1
-    np.testing.assert_array_equal(
-        long["targets"][valid_targets, 0], (start + 1 + np.arange(5))[valid_targets]
-    )
-    assert long["dones"][-1] == float(start + 4 == 11)
-    # The 3-step rollout: 3 valid steps, 2 next-observation targets, done at its last step.
-    np.testing.assert_array_equal(short["mask"], [1, 1, 1, 0, 0])
-    np.testing.assert_array_equal(short["target_mask"], [1, 1, 0, 0, 0])
-    np.testing.assert_array_equal(short["dones"], [0, 0, 1, 0, 0])
-    np.testing.assert_array_equal(short["targets"][:2, 0], [1, 2])
+    tf.random.set_seed(1)
+    starts = {12: set(), 3: set()}
+    for s in ds.take(300).as_numpy_iterator():
+        offset = 100.0 if s["inputs"][0, 0] >= 100 else 0.0
+        n = 3 if offset else 12
+        start = int(s["rewards"][0])
+        steps = int(s["mask"].sum())
+        assert steps == min(5, n - start)
+        t = start + np.arange(steps)
+        np.testing.assert_array_equal(s["inputs"][:steps, 0], offset + t)
+        np.testing.assert_array_equal(s["inputs"][:steps, Z], -t)
+        np.testing.assert_array_equal(s["rewards"][:steps], t)
+        np.testing.assert_array_equal(s["mask"], (np.arange(5) < steps).astype(np.float32))
+        # z_{t+1} exists for every valid step but the rollout's last one.
+        has_next = t + 1 < n
+        np.testing.assert_array_equal(s["target_mask"][:steps], has_next.astype(np.float32))
+        np.testing.assert_array_equal(s["targets"][:steps, 0][has_next], offset + (t + 1)[has_next])
+        # done only at the very last step of a (terminated) rollout.
+        np.testing.assert_array_equal(s["dones"][:steps], (t == n - 1).astype(np.float32))
+        np.testing.assert_array_equal(s["inputs"][steps:], 0.0)
+        starts[n].add(start)
+    # Every start is possible, so an episode's last step is trained on as often as the others.
+    assert starts == {12: set(range(12)), 3: set(range(3))}
 
 
 def test_difference_targets_and_sampling(encoded_dir):

@@ -276,8 +276,11 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
     ) -> tf.data.Dataset:
         """Teacher-forcing slices for sequential models; see the module docstring.
 
-        One slice of up to `sequence_length` steps per rollout, starting uniformly at
-        random; shorter rollouts are padded (mask 0). With `sample_observations`, each
+        One slice of up to `sequence_length` steps per rollout, its start uniform over all
+        of the rollout's steps, and padded (mask 0) where it runs past the end. So every step
+        from the L-th on is equally likely to be trained on, the last one included (the only
+        step with an episode-end target; starting only where a whole slice fits would show it
+        L times less often than the others). With `sample_observations`, each
         z_t is a sample mean + std * eps of the stored posterior (one sample per step, shared
         by the input at t and the target at t - 1); without stored std devs it has no effect.
         With `difference_targets`, targets are z_{t+1} - z_t (in the same, possibly sampled,
@@ -291,7 +294,7 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         def make_slice(r):
             z_all, a_all = r["observations"], r["actions"]
             n = tf.shape(a_all)[0]
-            start = tf.random.uniform([], 0, tf.maximum(n - L, 0) + 1, dtype=tf.int32)
+            start = tf.random.uniform([], 0, n, dtype=tf.int32)
             z = z_all[start : start + L + 1]
             if sample_observations and has_std:
                 std = r["observation_std_devs"][start : start + L + 1]
