@@ -265,6 +265,9 @@ def test_requeued_job_resumes_without_redoing_work(tmp_path):
     while "PENDING" not in job_states(result.job_id):
         assert time.time() < end, job_states(result.job_id)
         time.sleep(0.2)
+    # slurmd revoked the old run's credential at the requeue, at one-second resolution: a new
+    # launch within the same second looks revoked too ("Job credential revoked") and fails.
+    time.sleep(2.5)
     subprocess.run(
         ["scontrol", "update", f"jobid={result.job_id}", "StartTime=now"], check=True, timeout=30
     )
