@@ -65,19 +65,19 @@ def test_car_racing_vae_matches_the_paper():
 def test_custom_training_loop_lowers_the_loss():
     from rl755.models.fake.vae import Vae
 
-    tf.random.set_seed(0)
+    tf.keras.utils.set_random_seed(0)  # Keras initializers too, whatever ran before
     frames = tf.constant(np.stack([fake_rollout(s).obs_l[0] for s in range(16)]))
     vae = Vae(representation_size=4).build_for_frames()
     opt = tf.keras.optimizers.Adam(3e-3)
     losses = []
-    for _ in range(30):
+    for _ in range(60):
         with tf.GradientTape() as tape:
             loss = vae.total_loss(frames)
         opt.apply_gradients(
             zip(tape.gradient(loss, vae.trainable_variables), vae.trainable_variables)
         )
         losses.append(float(loss))
-    assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])
+    assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:5]), losses
 
 
 def test_training_saves_resumes_and_stops_when_done(tmp_path, raw_dir):
