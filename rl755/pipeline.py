@@ -142,7 +142,7 @@ PRESETS: dict[str, Preset] = {
         final_episodes=5,
         final_max_steps=600,
         save_every_n_steps=500,
-        description="CarRacing at a small size for a 2-core CPU (~20-30 min).",
+        description="CarRacing at a small size for a 2-core CPU (~15 min).",
     ),
     # The World Models paper's settings, for a cluster (pair with --launcher=slurm).
     "world_models": Preset(
