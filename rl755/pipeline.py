@@ -506,9 +506,7 @@ def run_local(
         )
     summary = _summary(preset, out_dir, rows, started)
     path = os.path.join(out_dir, "pipeline_summary.json")
-    with sharded_io.atomic_output(path) as tmp:
-        with open(tmp, "w") as f:
-            json.dump(summary, f, indent=2)
+    sharded_io.write_json_atomic(path, summary)
     print(format_summary(summary), flush=True)
     return summary
 

@@ -40,6 +40,8 @@ import threading
 import uuid
 from collections.abc import Iterator
 
+from rl755.common import sharded_io
+
 RUNS_SUBDIR = "runs"
 
 _SLURM_VARS = {
@@ -131,11 +133,7 @@ class RunRecord:
         self.path = os.path.join(self.data["out_dir"], RUNS_SUBDIR, name)
 
     def write(self) -> None:
-        from rl755.common import sharded_io  # imports TensorFlow: only when writing
-
-        with sharded_io.atomic_output(self.path) as tmp:
-            with open(tmp, "w") as f:
-                json.dump(self.data, f, indent=2, sort_keys=True)
+        sharded_io.write_json_atomic(self.path, self.data)
 
 
 def _sigterm_to_interrupt(signum, frame):

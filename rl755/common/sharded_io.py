@@ -8,6 +8,10 @@ never leaves a partial file under a final name, and a rerun can skip shards that
 Compression ("" / "GZIP" / "ZLIB") is chosen by the writer and detected by the
 reader from the file's first bytes (`detect_compression`), so every reader handles
 every format any writer produces, even mixed in one dataset.
+
+TensorFlow is imported only by the functions that read or write TFRecords, so the atomic
+file helpers (`atomic_output`, `write_text_atomic`, `write_json_atomic`) stay cheap for
+tools that never touch TF (the SLURM launcher and status, run records).
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import re
 import struct
 import uuid
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-import tensorflow as tf
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 COMPRESSIONS = ("", "GZIP", "ZLIB")
 _SHARD_RE = re.compile(r"^(?P<name>.+)\.tfrecord-(?P<index>\d{5})-of-(?P<total>\d{5})$")
@@ -73,10 +79,26 @@ def atomic_output(final_path: str) -> Iterator[str]:
         raise
 
 
+def write_text_atomic(path: str, text: str) -> None:
+    """Writes a small text file atomically (temp name, then rename)."""
+    with atomic_output(path) as tmp:
+        with open(tmp, "w") as f:
+            f.write(text)
+
+
+def write_json_atomic(path: str, data: object) -> None:
+    """Writes `data` as indented, key-sorted JSON atomically."""
+    import json
+
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
 def write_tfrecord(
     final_path: str, records: Sequence[bytes] | Iterator[bytes], compression: str = ""
 ) -> int:
     """Writes serialized records to `final_path` atomically. Returns the record count."""
+    import tensorflow as tf
+
     options = tf.io.TFRecordOptions(compression_type=normalize_compression(compression))
     n = 0
     with atomic_output(final_path) as tmp:
@@ -115,6 +137,8 @@ def detect_compression(path: str) -> str:
     An uncompressed TFRecord starts with an 8-byte length and its masked CRC32C, which
     is checked first, so the answer is unambiguous for files any rl755 writer made.
     """
+    import tensorflow as tf
+
     with tf.io.gfile.GFile(path, "rb") as f:
         head = f.read(12)
     if len(head) == 0:
@@ -139,6 +163,8 @@ def tfrecord_dataset(files: Sequence[str], **interleave_kwargs) -> tf.data.Datas
     Files are read in parallel with `interleave`; pass `cycle_length`, `deterministic` etc.
     through `interleave_kwargs` (default: AUTOTUNE parallel reads, non-deterministic).
     """
+    import tensorflow as tf
+
     files = list(files)
     if not files:
         raise ValueError("No TFRecord files to read.")
@@ -175,7 +201,6 @@ def write_dataset_info(directory: str, info: dict, check_keys: Sequence[str] | N
     that the keys in `check_keys` (default: all keys of `info`) agree, and raise a
     ValueError naming the differences otherwise (e.g. two environments mixed in one dir).
     """
-    import json
 
     os.makedirs(directory, exist_ok=True)
     existing = read_dataset_info(directory)
@@ -192,10 +217,7 @@ def write_dataset_info(directory: str, info: dict, check_keys: Sequence[str] | N
                 f"(existing vs new): {diff}. Use a different output directory."
             )
         return
-    path = os.path.join(directory, DATASET_INFO)
-    with atomic_output(path) as tmp:
-        with open(tmp, "w") as f:
-            json.dump(info, f, indent=2, sort_keys=True, default=str)
+    write_json_atomic(os.path.join(directory, DATASET_INFO), info)
 
 
 def _jsonable(value):

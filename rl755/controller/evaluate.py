@@ -11,7 +11,6 @@ sampler seeded with the same seed) plays the same seeds for comparison.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -143,9 +142,7 @@ def evaluate_controller(
         }
     os.makedirs(out_dir, exist_ok=True)
     save_gif(os.path.join(out_dir, "episode.gif"), frames, fps=gif_fps)
-    with sharded_io.atomic_output(os.path.join(out_dir, "evaluation.json")) as tmp:
-        with open(tmp, "w") as f:
-            json.dump(result, f, indent=2)
+    sharded_io.write_json_atomic(os.path.join(out_dir, "evaluation.json"), result)
     return result
 
 

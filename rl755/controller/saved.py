@@ -65,9 +65,7 @@ def save_trained_controller(model_dir: str, ckpt: dict) -> None:
         with open(tmp, "wb") as f:
             np.save(f, np.asarray(params, np.float64))
     meta = dict(ckpt["meta"], generation=int(generation), score=float(score), score_source=source)
-    with sharded_io.atomic_output(os.path.join(model_dir, META_FILE)) as tmp:
-        with open(tmp, "w") as f:
-            json.dump(meta, f, indent=2, sort_keys=True)
+    sharded_io.write_json_atomic(os.path.join(model_dir, META_FILE), meta)
 
 
 @dataclasses.dataclass

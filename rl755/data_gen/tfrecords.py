@@ -356,9 +356,7 @@ def _check_manifest(out_dir: str, out_name: str, manifest: dict) -> None:
             f"({', '.join(stray[:3])}{', ...' if len(stray) > 3 else ''}). Pass another "
             "--out_dir or --out_name, or delete them."
         )
-    with sharded_io.atomic_output(path) as tmp:
-        with open(tmp, "w") as f:
-            json.dump(manifest, f, indent=1, sort_keys=True)
+    sharded_io.write_json_atomic(path, manifest)
 
 
 def convert_pickles_to_tfrecords(

@@ -45,8 +45,8 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
+from rl755.common.sharded_io import write_json_atomic, write_text_atomic
 from rl755.slurm import sbatch
-from rl755.slurm._files import write_json_atomic, write_text_atomic
 from rl755.slurm.sbatch import Resources
 
 _PLACEHOLDER_RE = re.compile(

@@ -240,9 +240,7 @@ def _write_model_info(model_dir: str, info: dict) -> None:
                 f"{diff}. Use another --model_dir, or the same settings to resume."
             )
         return
-    with sharded_io.atomic_output(path) as tmp:
-        with open(tmp, "w") as f:
-            json.dump(info, f, indent=2, sort_keys=True)
+    sharded_io.write_json_atomic(path, info)
 
 
 def read_model_info(model_dir: str) -> dict:
