@@ -204,14 +204,16 @@ def test_srun_scripts_run_commands_on_the_partitions():
         [
             "script",
             "-qec",
-            f"bash {REPO}/scripts/srun_gpu.sh {' '.join(small)} --gpus=2 <<< "
-            "'test -t 0 && echo TTY $CUDA_VISIBLE_DEVICES; exit'",
+            # POSIX sh only: `script` runs this with $SHELL, which is /bin/sh (dash) in CI
+            "printf '%s\\n' 'test -t 0 && echo TTY $CUDA_VISIBLE_DEVICES; exit' | "
+            f"bash {REPO}/scripts/srun_gpu.sh {' '.join(small)} --gpus=2",
             "/dev/null",
         ],
         capture_output=True,
         text=True,
         timeout=90,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, "SHELL": "/bin/sh"},
     ).stdout
     assert "TTY 0,1" in tty.replace("\r", "")
     failed = subprocess.run(
