@@ -278,6 +278,36 @@ def test_crashed_worker_is_retried(ray_cluster, tmp_path):
     assert [r.metadata["seed"] for r in got] == [gym_rollouts.rollout_seed(5, i) for i in range(3)]
 
 
+def _hang_policy(marker: str | None, hang_seed: int):
+    class HangOnce(fake_policies.RandomPolicy):
+        """Hangs its worker the first time it meets `hang_seed` (every time if no marker)."""
+
+        def initialize(self, env, max_steps, **kwargs):
+            super().initialize(env, max_steps, **kwargs)
+            if kwargs.get("seed") == hang_seed and not (marker and os.path.exists(marker)):
+                if marker:
+                    open(marker, "w").close()
+                time.sleep(3600)
+
+    return HangOnce
+
+
+def test_hung_task_is_killed_and_retried(ray_cluster, tmp_path):
+    marker = str(tmp_path / "hung")
+    hang_seed = gym_rollouts.rollout_seed(5, 2)
+    got = gym_rollouts.parallel_rollouts(
+        FAKE.make_fn(), _hang_policy(marker, hang_seed), num_rollouts=3, max_steps=24,
+        parallelism=2, seed=5, progress=False, rollout_timeout=8,
+    )  # fmt: skip
+    assert os.path.exists(marker)  # the worker did hang once
+    assert [r.metadata["seed"] for r in got] == [gym_rollouts.rollout_seed(5, i) for i in range(3)]
+    with pytest.raises(RuntimeError, match=r"'0' ran past its time limit \(3 s.*Raise --rollout_t"):
+        gym_rollouts.parallel_rollouts(
+            FAKE.make_fn(), _hang_policy(None, gym_rollouts.rollout_seed(6, 0)), num_rollouts=1,
+            max_steps=24, parallelism=1, seed=6, progress=False, rollout_timeout=3, max_retries=0,
+        )  # fmt: skip
+
+
 def test_policy_exception_stops_the_run(ray_cluster):
     class Broken(fake_policies.RandomPolicy):
         def sample_action(self, obs, step, rollout, **kwargs):
@@ -485,6 +515,8 @@ def test_bad_collection_inputs_fail_fast_with_advice(tmp_path):
         collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, compression="GZIP", **kw)
     with pytest.raises(BadInput, match="apply to --out_format=tfrecord only"):
         collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, rollouts_per_shard=4, **kw)
+    with pytest.raises(BadInput, match="rollout_timeout must be >= 0"):
+        collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, rollout_timeout=-1, **kw)
 
 
 @pytest.mark.parametrize("env", [Environments.CAR_RACING, FAKE])

@@ -128,6 +128,7 @@ def collect_rollouts(
     max_retries: int = 3,
     progress: bool = True,
     run_flags: dict | None = None,
+    rollout_timeout: float | None = None,
 ) -> dict:
     """Collects exactly `num_rollouts` rollouts and writes them to `out_dir`.
 
@@ -144,7 +145,9 @@ def collect_rollouts(
       rollouts_per_shard (tfrecord): default `tfrecords.default_rollouts_per_shard`.
       validation_fraction (tfrecord): share of rollouts in the "validation" split.
       out_name (tfrecord): shard name prefix (the dataset builders read "rollouts").
-      max_retries: Ray retries of a task whose worker process died.
+      max_retries: Ray retries of a task whose worker process died or that timed out.
+      rollout_timeout: seconds per rollout after which a Ray task (a pickle or a shard) is
+        killed and retried; None or 0: no limit. Ignored in-process (parallelism 1).
       run_flags: flags recorded in `<out_dir>/runs/` (see rl755.common.run_record).
     Returns:
       {"out_dir", "seed", "tag", "files": [paths], "written", "skipped", "rollouts", "frames",
@@ -155,6 +158,10 @@ def collect_rollouts(
     except ValueError as e:
         raise BadInput(f"--environment: {e}") from e
     tfr.check_positive(num_rollouts=num_rollouts, parallelism=parallelism, max_steps=max_steps)
+    if rollout_timeout is not None and rollout_timeout < 0:
+        raise BadInput(
+            f"--rollout_timeout must be >= 0 seconds (0: no limit), got {rollout_timeout}."
+        )
     if out_format not in OUT_FORMATS:
         raise BadInput(f"--out_format={out_format!r}; valid: {', '.join(OUT_FORMATS)}.")
     if out_format == "pickle" and (compression is not None or rollouts_per_shard):
@@ -228,6 +235,7 @@ def collect_rollouts(
             ray_address=ray_address,
             max_retries=max_retries,
             progress=progress,
+            rollout_timeout=rollout_timeout,
         )
     done = [r for r in results if r is not None]
     return {

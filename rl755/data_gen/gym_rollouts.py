@@ -177,6 +177,7 @@ def parallel_rollouts(
     ray_address: str | None = None,
     max_retries: int = 3,
     progress: bool = True,
+    rollout_timeout: float | None = None,
 ) -> list[Rollout]:
     """Exactly `num_rollouts` rollouts, in index order, run `parallelism` at a time on Ray.
 
@@ -200,6 +201,7 @@ def parallel_rollouts(
         max_retries=max_retries,
         progress=progress,
         force_ray=True,
+        rollout_timeout=rollout_timeout,
     )
     return [r for res in results for r in res]
 
@@ -306,6 +308,7 @@ def run_rollout_tasks(
     max_retries: int = 3,
     progress: bool = True,
     force_ray: bool = False,
+    rollout_timeout: float | None = None,
 ) -> list[Any]:
     """Runs each task once; returns per-task results in task order.
 
@@ -315,11 +318,18 @@ def run_rollout_tasks(
     initialized or `ray_address` is given, at most `parallelism` tasks at once. Tasks whose
     output `sink.is_done` are skipped (their result is None). The progress bar counts rollouts
     as they finish.
+
+    On Ray, a task that dies with its worker is retried up to `max_retries` times, and so is a
+    task still running after `rollout_timeout` seconds per rollout in it (a hung environment
+    or worker; None or 0: no limit): its worker is killed and the task starts again from
+    scratch, which is safe because sinks publish a task's output only when it is complete.
     """
     if parallelism <= 0:
         raise ValueError(f"parallelism must be positive, got {parallelism}.")
     if max_steps <= 0:
         raise ValueError(f"max_steps must be positive, got {max_steps}.")
+    if rollout_timeout is not None and rollout_timeout < 0:
+        raise ValueError(f"rollout_timeout must be >= 0 seconds, got {rollout_timeout}.")
     keys = [t.key for t in tasks]
     if len(set(keys)) != len(keys):
         raise ValueError("Task keys must be unique.")
@@ -357,6 +367,7 @@ def run_rollout_tasks(
             max_retries,
             bar,
             results,
+            rollout_timeout or None,
         )
         return results
     finally:
@@ -412,6 +423,7 @@ def _run_on_ray(
     max_retries,
     bar,
     results,
+    rollout_timeout=None,
 ) -> None:
     import ray
 
@@ -425,6 +437,8 @@ def _run_on_ray(
 
             progress_actor = ray.remote(num_cpus=0)(ProgressCounts).remote()
         pending: dict[Any, int] = {}
+        deadlines: dict[Any, float] = {}
+        timeouts: dict[int, int] = {}
         queue = list(todo)
         finished_rollouts = 0
         try:
@@ -435,9 +449,40 @@ def _run_on_ray(
                         make_env, policy_fn, tasks[i], max_steps, sink, progress_actor
                     )
                     pending[ref] = i
+                    if rollout_timeout:
+                        # At most `parallelism` tasks are submitted, so each starts now.
+                        limit = rollout_timeout * len(tasks[i].items)
+                        deadlines[ref] = time.monotonic() + limit
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                for ref in [r for r, t in deadlines.items() if r not in ready]:
+                    if time.monotonic() < deadlines[ref]:
+                        continue
+                    i = pending.pop(ref)
+                    del deadlines[ref]
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
+                    timeouts[i] = timeouts.get(i, 0) + 1
+                    limit = rollout_timeout * len(tasks[i].items)
+                    if timeouts[i] > max_retries:
+                        raise RuntimeError(
+                            f"Rollout task {tasks[i].key!r} ran past its time limit "
+                            f"({limit:g} s: rollout_timeout={rollout_timeout:g} s x "
+                            f"{len(tasks[i].items)} rollouts) {timeouts[i]} times; its worker "
+                            "was killed each time. Raise --rollout_timeout if the environment "
+                            "is just slow on these machines, or look for a hung environment."
+                        )
+                    log.warning(
+                        "Rollout task %r ran past %g s; killed its worker and queued it again "
+                        "(timeout %d of at most %d retries).",
+                        tasks[i].key,
+                        limit,
+                        timeouts[i],
+                        max_retries,
+                    )
+                    queue.insert(0, i)
                 for ref in ready:
                     i = pending.pop(ref)
+                    deadlines.pop(ref, None)
                     try:
                         results[i] = ray.get(ref)
                     except Exception as e:
