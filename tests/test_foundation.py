@@ -2,6 +2,8 @@
 
 import json
 import os
+import socket
+import time
 
 import numpy as np
 import pytest
@@ -121,6 +123,42 @@ def test_atomic_output_leaves_nothing_on_failure(tmp_path):
                 f.write(b"partial")
             raise RuntimeError("killed")
     assert os.listdir(tmp_path) == []
+
+
+def _dead_pid() -> int:
+    """A process id that no process of this host has right now."""
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_tmp_files_are_only_those_of_gone_writers(tmp_path):
+    host = socket.gethostname().split(".")[0]
+    live = sharded_io.tmp_path_for(str(tmp_path / "a.tfrecord-00000-of-00002"))
+    assert f".tmp-{host}-{os.getpid()}-" in live
+    dead = str(tmp_path / f".a.tfrecord-00001-of-00002.tmp-{host}-{_dead_pid()}-0123abcd")
+    dead_h5 = str(tmp_path / f".model-003.weights.h5.tmp-{host}-{_dead_pid()}-89abcdef.weights.h5")
+    other_host = str(tmp_path / f".b.json.tmp-some-other-node-{_dead_pid()}-0123abcd")
+    old_other_host = str(tmp_path / ".c.json.tmp-some-other-node-12-0123abcd")
+    final = str(tmp_path / "a.tfrecord-00000-of-00002")
+    for p in (live, dead, dead_h5, other_host, old_other_host, final):
+        open(p, "w").close()
+    assert sharded_io.stale_tmp_files(str(tmp_path)) == []  # all were written just now
+    day_ago, minutes_ago = time.time() - 25 * 3600, time.time() - 180
+    for p in (live, dead, dead_h5, other_host):
+        os.utime(p, (minutes_ago, minutes_ago))
+    os.utime(old_other_host, (day_ago, day_ago))
+    os.utime(final, (day_ago, day_ago))
+    assert sharded_io.stale_tmp_files(str(tmp_path)) == sorted([dead, dead_h5, old_other_host])
+    assert sharded_io.remove_stale_tmp_files(str(tmp_path)) == sorted(
+        [dead, dead_h5, old_other_host]
+    )
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        os.path.basename(p) for p in (live, other_host, final)
+    )
+    assert sharded_io.stale_tmp_files(str(tmp_path / "missing")) == []
 
 
 def test_shard_names():

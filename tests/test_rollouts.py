@@ -448,9 +448,17 @@ def test_sigkilled_conversion_leaves_nothing_corrupted_and_rerun_resumes(tmp_pat
     assert 2 <= len(done) < 8
     assert corrupted.find_corrupted_tfrecords(f"{out}/*.tfrecord-*", False)[0] == []
     mtimes = {f: os.stat(f).st_mtime_ns for f in done}
+    # What the killed process was writing, had it been mid-shard (its name carries the pid).
+    leftover = sharded_io.tmp_path_for(os.path.join(out, "rollouts-train.tfrecord-00007-of-00008"))
+    leftover = leftover.replace(f"-{os.getpid()}-", f"-{proc.pid}-")
+    with open(leftover, "wb") as f:
+        f.write(b"half a shard")
+    os.utime(leftover, (time.time() - 180,) * 2)  # written before the kill, minutes ago
     s = tfr.convert_pickles_to_tfrecords(
         pdir, out, pickles_per_tfrecord_file=1, validation_fraction=0.0, progress=False
     )
+    assert not os.path.exists(leftover)  # the rerun cleaned up after the killed run
+    assert not [n for n in os.listdir(out) if sharded_io.is_tmp_path(n)]
     assert s["skipped"] == len(done) and s["written"] == 8 - len(done)
     assert {f: os.stat(f).st_mtime_ns for f in done} == mtimes
     assert len(_read_shards(sharded_io.list_shards(f"{out}/*.tfrecord-*"))) == 8

@@ -149,8 +149,14 @@ def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
       flags: the resolved flags, e.g. `flags_dict()`.
       stage: a short stage name ("collect", "encode", "train_vae", ...).
     Exceptions propagate unchanged after the record is written.
+
+    Starting a stage on a directory also deletes the temporary files that killed writers left
+    in it (`sharded_io.remove_stale_tmp_files`); the record counts them.
     """
+    removed = sharded_io.remove_stale_tmp_files(out_dir)
     record = RunRecord(out_dir, flags, stage)
+    if removed:
+        record.data["removed_stale_tmp_files"] = len(removed)
     record.write()
     restore = None
     if threading.current_thread() is threading.main_thread():

@@ -1,9 +1,11 @@
 """Sharded TFRecord files that are never seen half-written.
 
 Names: `<name>.tfrecord-00003-of-00074` (`shard_name`). Every writer writes to a
-temporary name in the same directory (`.<final name>.tmp-<random>`, hidden from the
-`*.tfrecord-*` globs) and renames it when complete (`atomic_output`), so a killed job
-never leaves a partial file under a final name, and a rerun can skip shards that exist.
+temporary name in the same directory (`.<final name>.tmp-<host>-<pid>-<random>`, hidden
+from the `*.tfrecord-*` globs) and renames it when complete (`atomic_output`), so a killed
+job never leaves a partial file under a final name, and a rerun can skip shards that exist.
+The stages remove the temporary files of killed writers when they start on a directory
+(`remove_stale_tmp_files`).
 
 Compression ("" / "GZIP" / "ZLIB") is chosen by the writer and detected by the
 reader from the file's first bytes (`detect_compression`), so every reader handles
@@ -18,9 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import logging
 import os
 import re
+import socket
 import struct
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -56,13 +61,83 @@ def normalize_compression(compression: str | None) -> str:
     return c
 
 
-def tmp_path_for(final_path: str) -> str:
+def tmp_path_for(final_path: str, suffix: str = "") -> str:
+    """`.<final name>.tmp-<host>-<pid>-<random><suffix>`, next to `final_path`.
+
+    The host and process id let `stale_tmp_files` tell a killed writer's leftovers from a
+    live writer's work in progress; `suffix` is for libraries that insist on an extension.
+    """
     d, base = os.path.split(final_path)
-    return os.path.join(d, f".{base}.tmp-{uuid.uuid4().hex[:12]}")
+    return os.path.join(d, f".{base}.tmp-{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}{suffix}")
 
 
 def is_tmp_path(path: str) -> bool:
     return os.path.basename(path).startswith(".") and ".tmp-" in os.path.basename(path)
+
+
+def _host() -> str:
+    return socket.gethostname().split(".")[0] or "localhost"
+
+
+_TMP_OWNER = re.compile(r"\.tmp-(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{8}(?:\.[^-]*)?$")
+
+
+_MIN_IDLE_S = 120.0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def stale_tmp_files(directory: str, max_age_hours: float = 24.0) -> list[str]:
+    """Temporary files in `directory` (not recursive) that no running writer will finish.
+
+    Stale: written by a process of this host that is gone (a killed or preempted job) and
+    untouched for two minutes (a guard against process ids seen through another PID
+    namespace), or, whatever wrote it, untouched for `max_age_hours`. Work in progress of
+    live processes, here or on other hosts sharing the directory, is left alone.
+    """
+    if not os.path.isdir(directory):
+        return []
+    now, host, stale = time.time(), _host(), []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if not is_tmp_path(path) or not os.path.isfile(path):
+            continue
+        try:
+            idle = now - os.path.getmtime(path)
+        except FileNotFoundError:  # renamed by its writer meanwhile
+            continue
+        m = _TMP_OWNER.search(name)
+        gone = bool(m) and m.group("host") == host and not _pid_alive(int(m.group("pid")))
+        if (gone and idle > _MIN_IDLE_S) or idle > max_age_hours * 3600:
+            stale.append(path)
+    return stale
+
+
+def remove_stale_tmp_files(directory: str, max_age_hours: float = 24.0) -> list[str]:
+    """Deletes `stale_tmp_files(directory, max_age_hours)`, logging what it frees."""
+    removed, freed = [], 0
+    for path in stale_tmp_files(directory, max_age_hours):
+        with contextlib.suppress(FileNotFoundError):
+            size = os.path.getsize(path)
+            os.remove(path)
+            removed.append(path)
+            freed += size
+    if removed:
+        logging.getLogger(__name__).info(
+            "Removed %d temporary file(s) (%.1f MB) left by killed writers in %s.",
+            len(removed),
+            freed / 1e6,
+            directory,
+        )
+    return removed
 
 
 @contextlib.contextmanager

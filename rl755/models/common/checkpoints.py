@@ -25,7 +25,6 @@ import glob
 import json
 import os
 import re
-import uuid
 
 from rl755.common import sharded_io
 
@@ -88,17 +87,11 @@ def newest_weights_file(model_dir: str) -> str | None:
     return max(numbered)[1] if numbered else None
 
 
-def _tmp_with_suffix(final_path: str, suffix: str) -> str:
-    """A hidden temporary name in the same directory that keeps the required suffix."""
-    d, base = os.path.split(final_path)
-    return os.path.join(d, f".{base}.tmp-{uuid.uuid4().hex[:12]}{suffix}")
-
-
 def save_checkpoint(model_dir: str, number: int, model, info: dict | None = None) -> Checkpoint:
     """Writes checkpoint `number` (weights with optimizer state, then the `.json`), atomically."""
     os.makedirs(str(model_dir), exist_ok=True)
     weights_path = os.path.join(str(model_dir), weights_name(number))
-    tmp = _tmp_with_suffix(weights_path, ".weights.h5")
+    tmp = sharded_io.tmp_path_for(weights_path, ".weights.h5")
     try:
         model.save_weights(tmp)
         os.replace(tmp, weights_path)

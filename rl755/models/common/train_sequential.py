@@ -198,7 +198,7 @@ def _save_checkpoint(model, optimizer, model_dir: str, step: int) -> str:
         with open(tmp, "wb") as f:
             np.savez(f, step=np.int64(step), **opt_values)
     # Keras insists on the ".weights.h5" suffix, so the temporary name keeps it.
-    tmp = os.path.join(model_dir, f".model-{step:03d}.tmp-{os.getpid()}.weights.h5")
+    tmp = sharded_io.tmp_path_for(path, ".weights.h5")
     try:
         model.save_weights(tmp)
         os.replace(tmp, path)
