@@ -308,6 +308,35 @@ def test_hung_task_is_killed_and_retried(ray_cluster, tmp_path):
         )  # fmt: skip
 
 
+def test_pickle_collection_workers_never_load_tensorflow(tmp_path):
+    """Ray workers writing pickles with a numpy policy stay free of TF (~0.5 GB, ~3 s each)."""
+    driver = tmp_path / "probe.py"
+    driver.write_text(textwrap.dedent(f"""
+        import os, sys
+        from rl755.data_gen import gym_rollouts, tfrecords
+        from rl755.environments import Environments
+        from rl755.models.fake.policies import HastingsRandomPolicy
+
+        class Probe(HastingsRandomPolicy):
+            def initialize(self, env, max_steps, **kwargs):
+                super().initialize(env, max_steps, **kwargs)
+                tf = "tensorflow" in sys.modules
+                open(os.path.join({str(tmp_path)!r}, f"{{os.getpid()}}-{{tf}}"), "w").close()
+
+        tasks = [gym_rollouts.RolloutTask(f"r{{i}}.pickle", ((i, i),)) for i in range(4)]
+        gym_rollouts.run_rollout_tasks(
+            Environments.FAKE_PIXELS.make_fn(), Probe, tasks, 24, parallelism=2,
+            sink=tfrecords.PickleSink({str(tmp_path / "out")!r}), progress=False, force_ray=True)
+        assert "tensorflow" not in sys.modules
+    """))  # fmt: skip
+    os.makedirs(tmp_path / "out")
+    proc = _run_script(str(driver), timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    probes = [n for n in os.listdir(tmp_path) if n.endswith(("-True", "-False"))]
+    assert probes and all(n.endswith("-False") for n in probes), probes
+    assert len(os.listdir(tmp_path / "out")) == 4
+
+
 def test_policy_exception_stops_the_run(ray_cluster):
     class Broken(fake_policies.RandomPolicy):
         def sample_action(self, obs, step, rollout, **kwargs):

@@ -21,10 +21,15 @@ As a `tf.train.SequenceExample`:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import tensorflow as tf
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+# TensorFlow is imported by the functions that need it, not by this module: a Rollout is
+# plain numpy, and Ray rollout workers that write pickles never load TF.
 
 
 @dataclasses.dataclass
@@ -60,6 +65,8 @@ class Rollout:
 
     # ---- TFRecord conversion ----------------------------------------------------------------
     def to_sequence_example(self) -> tf.train.SequenceExample:
+        import tensorflow as tf
+
         self.validate()
         obs = np.asarray(self.obs_l)
         ex = tf.train.SequenceExample()
@@ -97,6 +104,8 @@ class Rollout:
     def from_sequence_example(cls, ex: tf.train.SequenceExample | bytes) -> Rollout:
         """Inverse of `to_sequence_example` (numpy, for inspection and tests)."""
         if isinstance(ex, bytes | bytearray):
+            import tensorflow as tf
+
             parsed = tf.train.SequenceExample()
             parsed.ParseFromString(bytes(ex))
             ex = parsed
@@ -139,7 +148,7 @@ def parse_rollout_tensors(
     serialized: tf.Tensor,
     observation_shape: tuple[int, ...],
     action_size: int,
-    observation_dtype: tf.DType = tf.uint8,
+    observation_dtype: tf.DType | None = None,
     with_std_devs: bool = False,
     decode_observations: bool = True,
 ) -> dict[str, tf.Tensor]:
@@ -150,8 +159,12 @@ def parse_rollout_tensors(
       "actions": float32 [T, A]; "rewards": float32 [T]; "done": bool scalar;
       "observation_std_devs": float32 [T, Z] when with_std_devs.
     With decode_observations=False, uint8 "observations" stay raw bytes, string [T]
-    (decode only the frames you need with `decode_frames`).
+    (decode only the frames you need with `decode_frames`). `observation_dtype` is
+    tf.uint8 (the default) or tf.float32.
     """
+    import tensorflow as tf
+
+    observation_dtype = tf.uint8 if observation_dtype is None else observation_dtype
     context_features = {
         "num_steps": tf.io.FixedLenFeature([], tf.int64),
         "done": tf.io.FixedLenFeature([], tf.int64),
@@ -188,5 +201,7 @@ def parse_rollout_tensors(
 
 def decode_frames(raw: tf.Tensor, observation_shape: tuple[int, ...]) -> tf.Tensor:
     """Raw frame bytes string [N] -> uint8 [N, *observation_shape]."""
+    import tensorflow as tf
+
     frames = tf.io.decode_raw(raw, tf.uint8)
     return tf.reshape(frames, [-1, *observation_shape])

@@ -7,6 +7,7 @@ World Models PyTorch port); call `limit_threads(n)` before TF runs any op.
 from __future__ import annotations
 
 import os
+import sys
 
 
 def quiet() -> None:
@@ -26,6 +27,20 @@ def limit_threads(num_threads: int | None) -> None:
     except RuntimeError:
         # TF already initialized its runtime; the pools cannot change any more.
         pass
+
+
+def limit_threads_without_importing(num_threads: int) -> None:
+    """Like `limit_threads`, but never imports TensorFlow itself.
+
+    For processes that may not need TF at all (a Ray rollout worker writing pickles): if TF is
+    loaded its pools are set now; otherwise TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS
+    are set, which TF's runtime reads when it starts (same thread counts, measured).
+    """
+    if "tensorflow" in sys.modules:
+        limit_threads(num_threads)
+        return
+    os.environ["TF_NUM_INTRAOP_THREADS"] = str(num_threads)
+    os.environ["TF_NUM_INTEROP_THREADS"] = str(max(1, min(2, num_threads)))
 
 
 def split_cpu_into_logical_devices(n: int) -> None:
