@@ -172,14 +172,12 @@ def test_evaluate_script_library_on_a_pixel_controller(tmp_path):
     )
     assert os.listdir(tmp_path / "c" / "runs")
     res = run_evaluate_controller(
-        controller_dir=str(tmp_path / "c"),
-        environment="FAKE_PIXELS",
-        num_episodes=2,
-        seed=0,
-        out_dir=str(tmp_path / "e"),
+        controller_dir=str(tmp_path / "c"), environment="FAKE_PIXELS", num_episodes=2, seed=0
     )
     assert res["encoder"] == "none" and len(res["returns"]) == 2
-    assert (tmp_path / "e" / "episode.gif").exists()
+    assert res["out_dir"] == str(tmp_path / "c" / "evaluation")  # the default
+    assert (tmp_path / "c" / "evaluation" / "episode.gif").exists()
+    assert (tmp_path / "c" / "evaluation" / "evaluation.json").exists()
     with pytest.raises(ValueError, match="FAKE_PIXELS, not CAR_RACING"):
         run_evaluate_controller(
             controller_dir=str(tmp_path / "c"),

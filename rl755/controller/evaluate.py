@@ -152,7 +152,7 @@ def run_evaluate_controller(
     saved_controller: str | None = None,
     num_episodes: int,
     seed: int,
-    out_dir: str,
+    out_dir: str | None = None,
     environment: str | None = None,
     encoder: str | None = None,
     sequential_model: str | None = None,
@@ -163,7 +163,8 @@ def run_evaluate_controller(
 ) -> dict:
     """What scripts/models/evaluate_controller.py runs: loads the trained controller of
     `controller_dir` (its encoder/sequential model names come from its controller.json unless
-    given), checks the environment, and evaluates it."""
+    given), checks the environment, and evaluates it. `out_dir` defaults to
+    `<controller dir>/evaluation`."""
     from rl755.common import run_record
     from rl755.controller import resolve, saved
     from rl755.environments import Environments
@@ -193,6 +194,7 @@ def run_evaluate_controller(
     spec = resolve.spec_for_trained(
         saved.TrainedController(trained.controller, trained.params, meta)
     )
+    out_dir = out_dir or os.path.join(controller_dir, "evaluation")
     with run_record.record_run(out_dir, dict(run_flags or {}), stage="evaluate_controller"):
         return evaluate_controller(
             trained.params,
@@ -205,6 +207,7 @@ def run_evaluate_controller(
             compare_random=compare_random,
             extra={
                 "controller_dir": os.path.abspath(controller_dir),
+                "out_dir": os.path.abspath(out_dir),
                 "controller_generation": meta.get("generation"),
             },
         )

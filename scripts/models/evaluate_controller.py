@@ -27,12 +27,15 @@ flags.DEFINE_string("encoder", None, "Override: function in rl755.models.<env>.s
 flags.DEFINE_string("sequential_model", None, "Override: function in saved_models, or none.")
 flags.DEFINE_integer("num_episodes", 100, "Episodes; episode i uses reset seed seed + i.")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode.")
-flags.DEFINE_string("out_dir", None, "Where evaluation.json and episode.gif go.")
+flags.DEFINE_string(
+    "out_dir",
+    None,
+    "Where evaluation.json and episode.gif go (default <controller dir>/evaluation).",
+)
 flags.DEFINE_integer("max_steps", None, "Step limit (default: the environment's).")
 flags.DEFINE_integer("envs_at_once", 4, "Episodes stepped together with batched networks.")
 flags.DEFINE_bool("compare_random", False, "Also score a uniform random policy on the seeds.")
-for _name in ("environment", "out_dir"):
-    flags.mark_flag_as_required(_name)
+flags.mark_flag_as_required("environment")
 
 
 def main(argv):
@@ -59,6 +62,7 @@ def main(argv):
         rnd = result["random_policy"]
         line += f" (random policy: {rnd['mean']:.2f} +- {rnd['std']:.2f})"
     print(line)
+    print(f"Wrote {result['out_dir']}/evaluation.json and episode.gif")
 
 
 if __name__ == "__main__":
