@@ -233,3 +233,47 @@ def test_large_controllers_use_diagonal_cma(tmp_path, monkeypatch):
         small(generations=1),
     )
     assert small_out["es"].opts["CMA_diagonal"] in (False, "0*100*N/popsize**0.5")
+
+
+def test_dream_gap_of_an_exact_model_is_small_and_scores_the_controller(tmp_path):
+    from rl755.controller.dream_gap import dream_gap, format_table
+
+    spec = exact_spec()
+    agent = spec.build()
+    params = np.random.default_rng(0).normal(0, 0.5, agent.num_params)
+    gap = dream_gap(spec, params, temperature=1.0, num_episodes=12, seed=5)
+    names = set(gap["policies"])
+    # FAKE_PIXELS is continuous: center, each dimension's two ends, random, the controller.
+    assert names == {"random", "constant:center", "controller"} | {
+        f"constant:a{d}_{end}" for d in range(3) for end in ("low", "high")
+    }
+    for name, v in gap["policies"].items():
+        assert v["dream"]["steps_mean"] > 0 and v["real"]["steps_mean"] > 0
+        if name != "random":  # same actions both ways: the model is exact up to quantization
+            assert abs(v["dream"]["mean"] - v["real"]["mean"]) < 1.5, (name, v)
+    # Steering hard to an edge ends episodes early in both worlds.
+    assert gap["policies"]["constant:a0_low"]["real"]["steps_mean"] < 24
+    table = format_table(gap)
+    assert "constant:a0_high" in table and "controller" in table
+
+
+def test_dream_gap_script_fails_fast_on_bad_input(tmp_path):
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts/models/dream_gap.py")
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, script, "--environment=FAKE_PIXELS", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    out = run("--encoder=raw_rollout_vae_4ld", "--sequential_model=mdn_rnn_vae_4ld")
+    assert out.returncode != 0 and "pass --out_dir" in out.stderr
+    out = run("--encoder=nope", "--sequential_model=mdn_rnn_vae_4ld", f"--out_dir={tmp_path}")
+    assert out.returncode != 0 and "raw_rollout_vae_4ld" in out.stderr  # lists the valid names
+    out = run(f"--model_dir={tmp_path / 'missing'}")
+    assert out.returncode != 0 and "missing" in out.stderr

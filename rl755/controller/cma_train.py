@@ -238,6 +238,7 @@ def train_controller(
         except NotImplementedError as e:
             raise ValueError(f"--mode=dream needs a sequential model with sample_next: {e}") from e
     meta = saved.controller_meta(spec, controller)
+    meta.update(mode=cfg.mode, temperature=cfg.temperature if cfg.mode == "dream" else None)
 
     os.makedirs(model_dir, exist_ok=True)
     ckpt = _load_checkpoint(model_dir)

@@ -23,8 +23,12 @@ from rl755.controller.agent import AgentSpec, run_episodes
 log = logging.getLogger(__name__)
 
 
-def random_policy_returns(make_env: Callable, seeds, max_steps: int) -> dict:
-    """Uniform random actions on the given seeds: {"returns" [E], "steps" [E]}."""
+def policy_returns(make_env: Callable, seeds, max_steps: int, action=None) -> dict:
+    """A fixed policy on the given seeds: {"returns" [E], "steps" [E]}.
+
+    `action` (a stored action [A], e.g. one-hot for discrete environments) is held every step;
+    None plays uniform random actions, the sampler seeded with each episode's seed.
+    """
     env = make_env()
     returns, steps = [], []
     try:
@@ -33,7 +37,8 @@ def random_policy_returns(make_env: Callable, seeds, max_steps: int) -> dict:
             env.action_space.seed(int(s))
             total, n = 0.0, 0
             for _ in range(max_steps):
-                _, r, terminated, truncated, _ = env.step(env.action_space.sample())
+                a = env.action_space.sample() if action is None else action
+                _, r, terminated, truncated, _ = env.step(a)
                 total += r
                 n += 1
                 if terminated or truncated:
@@ -45,7 +50,13 @@ def random_policy_returns(make_env: Callable, seeds, max_steps: int) -> dict:
     return {"returns": np.asarray(returns), "steps": np.asarray(steps)}
 
 
-def _stats(returns) -> dict:
+def random_policy_returns(make_env: Callable, seeds, max_steps: int) -> dict:
+    """Uniform random actions on the given seeds: {"returns" [E], "steps" [E]}."""
+    return policy_returns(make_env, seeds, max_steps)
+
+
+def stats(returns) -> dict:
+    """{"mean", "std", "min", "max"} of episode returns."""
     returns = np.asarray(returns, np.float64)
     return {
         "mean": float(returns.mean()),
@@ -130,7 +141,7 @@ def evaluate_controller(
         "max_steps": max_steps,
         "returns": returns,
         "steps": steps,
-        **_stats(returns),
+        **stats(returns),
         **(extra or {}),
     }
     if compare_random:
@@ -138,7 +149,7 @@ def evaluate_controller(
         result["random_policy"] = {
             "returns": rnd["returns"].tolist(),
             "steps": rnd["steps"].tolist(),
-            **_stats(rnd["returns"]),
+            **stats(rnd["returns"]),
         }
     os.makedirs(out_dir, exist_ok=True)
     save_gif(os.path.join(out_dir, "episode.gif"), frames, fps=gif_fps)

@@ -4,7 +4,8 @@ A controller model directory (written by `cma_train.train_controller` every gene
 
     controller.json          {"environment", "controller", "controller_kwargs", "input_size",
                               "action_size", "num_params", "encoder", "sequential_model",
-                              "generation", "score", "score_source"}
+                              "generation", "score", "score_source", "mode" (real or dream),
+                              "temperature" (dream)}
     controller_params.npy    float64 [N], the selected parameters: the best member by real
                              evaluation if any was run, else the best by training fitness
     checkpoint.pkl           CMA-ES state (for resuming), see cma_train

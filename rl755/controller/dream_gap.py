@@ -1,0 +1,255 @@
+"""How far the dream is from the real environment: the same policies scored in both.
+
+    gap = dream_gap(spec, params=None, temperature=1.15, num_episodes=100, seed=1000)
+    gap["policies"]["constant:MOVE_LEFT"]     # {"dream": {"mean", "std", ...}, "real": {...},
+                                              #  "ratio": dream mean / real mean}
+    print(format_table(gap))
+
+A controller trained in the dream finds whatever the model rates too highly ("the agent
+exploits the model", World Models section 4.5). Scoring simple reference policies both ways
+shows where the model is wrong before (or after) spending hours of CMA-ES on it:
+
+- "random": uniform over the action box (discrete: a uniform action each step);
+- discrete environments: every action held for the whole episode ("constant:<meaning>");
+- continuous ones: the box's center ("constant:center") and, per action dimension, its low and
+  high end with the others centered ("constant:a0_low", ...);
+- "controller": the trained controller, when `params` are given.
+
+Dream episodes start from the encoded reset frames of the same seeds the real episodes use
+(episode i: seed + i) and run as in training (`DreamEvaluator`: temperature, Bernoulli episode
+ends); real episodes use the environment's own rewards and ends.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import tensorflow as tf
+
+from rl755.controller.agent import AgentSpec, run_episodes
+from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
+from rl755.controller.evaluate import policy_returns, stats
+
+log = logging.getLogger(__name__)
+
+
+class _FixedPolicy:
+    """Acts like a controller for `DreamEvaluator`, ignoring its (empty) parameters.
+
+    `action` [A]: held every step; None: uniform over [low, high] each step.
+    """
+
+    def __init__(self, input_size: int, low, high, action=None):
+        self.input_size = int(input_size)
+        self.low = np.asarray(low, np.float32)
+        self.high = np.asarray(high, np.float32)
+        self.action_size = len(self.low)
+        self.action = None if action is None else np.asarray(action, np.float32)
+
+    def act(self, params, inputs):
+        shape = tf.concat([tf.shape(inputs)[:2], [self.action_size]], axis=0)  # [P, B, A]
+        if self.action is None:
+            return tf.random.uniform(shape, self.low, self.high)
+        return tf.broadcast_to(tf.constant(self.action), shape)
+
+
+def reference_policies(environment) -> dict[str, np.ndarray | None]:
+    """Name -> constant stored action [A] (None: uniform random), see the module docstring."""
+    out: dict[str, np.ndarray | None] = {"random": None}
+    if environment.is_discrete:
+        names = environment.spec.action_meanings or tuple(
+            str(i) for i in range(environment.num_discrete_actions)
+        )
+        for i, name in enumerate(names):
+            out[f"constant:{name}"] = np.asarray(environment.from_env_action(i), np.float32)
+        return out
+    low = np.asarray(environment.action_low, np.float32)
+    high = np.asarray(environment.action_high, np.float32)
+    center = (low + high) / 2
+    out["constant:center"] = center
+    for d in range(len(low)):
+        for end, value in (("low", low[d]), ("high", high[d])):
+            a = center.copy()
+            a[d] = value
+            out[f"constant:a{d}_{end}"] = a
+    return out
+
+
+def dream_gap(
+    spec: AgentSpec,
+    params: np.ndarray | None = None,
+    temperature: float = 1.0,
+    num_episodes: int = 100,
+    seed: int = 0,
+    max_steps: int | None = None,
+    envs_at_once: int = 4,
+) -> dict:
+    """Scores the reference policies (and the controller `params` [N], if given) in the dream
+    of `spec`'s sequential model and in the real environment, on the same seeds.
+
+    Returns {"environment", "encoder", "sequential_model", "temperature", "num_episodes",
+    "seed", "max_steps", "policies": {name: {"dream": stats, "real": stats, "ratio"}}}, where
+    stats = {"mean", "std", "min", "max", "steps_mean"} of the episode returns.
+    """
+    if num_episodes < 1:
+        raise ValueError(f"num_episodes must be >= 1, got {num_episodes}.")
+    env_enum = spec.env
+    encoder, seq = spec.build_models()
+    if encoder is None or seq is None:
+        raise ValueError(
+            "A dream needs an encoder and a sequential model: pass --encoder and "
+            "--sequential_model (or a controller dir whose controller.json names them)."
+        )
+    max_steps = max_steps or env_enum.max_episode_steps or 1000
+    make_env = env_enum.make_fn()
+    seeds = np.arange(num_episodes) + int(seed)
+
+    def encode(frames):
+        return encoder.compute_full_representation(tf.constant(frames))[0].numpy()
+
+    z0 = encoded_initial_states(make_env, encode, seeds)  # [E, Z]
+    input_size = seq.representation_size + seq.hidden_size
+    low = np.zeros(env_enum.action_size) if env_enum.is_discrete else env_enum.action_low
+    high = np.ones(env_enum.action_size) if env_enum.is_discrete else env_enum.action_high
+    trials = np.arange(num_episodes)
+
+    def dream(controller, p) -> dict:
+        evaluator = DreamEvaluator(seq, controller, z0, max_steps, temperature, spec.action_fn)
+        out = evaluator.evaluate(p, trials, seed=int(seed))
+        return {**stats(out["returns"][0]), "steps_mean": float(out["steps"][0].mean())}
+
+    policies = {}
+    for name, action in reference_policies(env_enum).items():
+        fixed = _FixedPolicy(input_size, low, high, action)
+        d = dream(fixed, np.zeros((1, 0), np.float32))
+        r = policy_returns(make_env, seeds, max_steps, action)
+        real = {**stats(r["returns"]), "steps_mean": float(np.mean(r["steps"]))}
+        policies[name] = {"dream": d, "real": real}
+        log.info("%s: dream %.1f, real %.1f", name, d["mean"], real["mean"])
+    if params is not None:
+        agent = spec.build()
+        params = np.asarray(params, np.float32)
+        if params.shape != (agent.num_params,):
+            raise ValueError(
+                f"The controller has {params.shape} parameters; {spec.controller} on these "
+                f"models needs ({agent.num_params},)."
+            )
+        d = dream(agent.controller, params[None])
+        envs = [make_env() for _ in range(min(envs_at_once, num_episodes))]
+        returns, steps = [], []
+        try:
+            for start in range(0, num_episodes, len(envs)):
+                batch = seeds[start : start + len(envs)]
+                out = run_episodes(
+                    envs, agent, np.repeat(params[None], len(batch), 0), batch, max_steps
+                )
+                returns.extend(out["returns"].tolist())
+                steps.extend(out["steps"].tolist())
+        finally:
+            for env in envs:
+                env.close()
+        real = {**stats(returns), "steps_mean": float(np.mean(steps))}
+        policies["controller"] = {"dream": d, "real": real}
+        log.info("controller: dream %.1f, real %.1f", d["mean"], real["mean"])
+    for v in policies.values():
+        v["ratio"] = v["dream"]["mean"] / v["real"]["mean"] if v["real"]["mean"] else None
+    return {
+        "environment": env_enum.name,
+        "encoder": spec.encoder_name,
+        "sequential_model": spec.sequential_model_name,
+        "temperature": float(temperature),
+        "num_episodes": int(num_episodes),
+        "seed": int(seed),
+        "max_steps": int(max_steps),
+        "policies": policies,
+    }
+
+
+def format_table(gap: dict) -> str:
+    """A plain-text table: policy, dream mean +- std, real mean +- std, dream / real."""
+    rows = [f"{'policy':28s} {'dream':>18s} {'real':>18s} {'dream/real':>10s}"]
+    for name, v in gap["policies"].items():
+        d, r = v["dream"], v["real"]
+        ratio = "-" if v["ratio"] is None else f"{v['ratio']:.2f}"
+        rows.append(
+            f"{name:28s} {d['mean']:9.1f} +- {d['std']:6.1f} "
+            f"{r['mean']:9.1f} +- {r['std']:6.1f} {ratio:>10s}"
+        )
+    return "\n".join(rows)
+
+
+def run_dream_gap(
+    *,
+    environment: str,
+    controller_dir: str | None = None,
+    encoder: str | None = None,
+    sequential_model: str | None = None,
+    sequential_model_dir: str | None = None,
+    temperature: float | None = None,
+    num_episodes: int = 100,
+    seed: int = 0,
+    max_steps: int | None = None,
+    out_dir: str | None = None,
+    run_flags: dict | None = None,
+) -> dict:
+    """What scripts/models/dream_gap.py runs.
+
+    With `controller_dir`, its controller.json names the encoder, the sequential model and
+    (for a dream-trained controller) the temperature, and the controller is scored too;
+    `encoder` / `sequential_model[_dir]` / `temperature` override them. Without it, the
+    encoder and a sequential model must be named. Writes <out_dir>/dream_gap.json (default
+    <controller_dir>/dream_gap) and returns its dict.
+    """
+    import os
+
+    from rl755.common import run_record, sharded_io
+    from rl755.controller import resolve, saved
+    from rl755.environments import Environments
+
+    env = Environments.from_name(environment)
+    params = None
+    if controller_dir:
+        trained = saved.load_trained_controller(controller_dir)
+        if trained.environment != env:
+            raise ValueError(
+                f"{controller_dir} holds a controller for {trained.environment.name}, "
+                f"not {env.name}."
+            )
+        meta = dict(trained.meta)
+        if encoder:
+            meta["encoder"] = encoder
+        if sequential_model or sequential_model_dir:
+            meta["sequential_model"] = (
+                f"dir:{sequential_model_dir}" if sequential_model_dir else sequential_model
+            )
+        spec = resolve.spec_for_trained(
+            saved.TrainedController(trained.controller, trained.params, meta)
+        )
+        params = trained.params
+        if temperature is None:
+            temperature = meta.get("temperature")
+        out_dir = out_dir or os.path.join(controller_dir, "dream_gap")
+    else:
+        if not out_dir:
+            raise ValueError("Without --model_dir (a controller), pass --out_dir.")
+        spec = resolve.make_agent_spec(
+            env,
+            "LinearController",
+            encoder=encoder or resolve.NONE,
+            sequential_model=sequential_model or resolve.NONE,
+            sequential_model_dir=sequential_model_dir,
+        )
+    temperature = 1.0 if temperature is None else float(temperature)
+    with run_record.record_run(out_dir, dict(run_flags or {}), stage="dream_gap"):
+        gap = dream_gap(
+            spec,
+            params,
+            temperature=temperature,
+            num_episodes=num_episodes,
+            seed=seed,
+            max_steps=max_steps,
+        )
+        gap["out_dir"] = os.path.abspath(out_dir)
+        sharded_io.write_json_atomic(os.path.join(out_dir, "dream_gap.json"), gap)
+    return gap

@@ -1,0 +1,74 @@
+"""Stage 5 diagnostic: the same policies scored in the dream and in the real environment.
+
+    # a trained controller (its encoder, sequential model and dream temperature come from its
+    # controller.json) and the reference policies:
+    python scripts/models/dream_gap.py --environment=DOOM_TAKE_COVER \
+        --model_dir=$HOME/rl755_models/doom_take_cover/controller_dream_t115 --num_episodes=100
+
+    # before training a controller: the reference policies only
+    python scripts/models/dream_gap.py --environment=DOOM_TAKE_COVER \
+        --encoder=raw_rollout_vae_64ld --sequential_model=mdn_rnn_64ld --temperature=1.15 \
+        --out_dir=/tmp/doom_gap
+
+Reference policies: uniform random, every discrete action held constant (continuous: the
+action box's center and each dimension's ends). A policy the model rates far above its real
+score is one a dream-trained controller will find. Prints a table and writes
+<out_dir>/dream_gap.json (default <model_dir>/dream_gap). Library:
+rl755.controller.dream_gap.
+"""
+
+from absl import app, flags
+
+from rl755.common import tf_setup
+
+tf_setup.quiet()
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("environment", None, "Environments enum name, e.g. DOOM_TAKE_COVER.")
+flags.DEFINE_string("model_dir", None, "A train_controller --model_dir (also scores it).")
+flags.DEFINE_string("encoder", None, "Function in rl755.models.<env>.saved_models.")
+flags.DEFINE_string("sequential_model", None, "Function in rl755.models.<env>.saved_models.")
+flags.DEFINE_string(
+    "sequential_model_dir", None, "Instead of --sequential_model: a train_sequential_model dir."
+)
+flags.DEFINE_float(
+    "temperature", None, "Dream temperature (default: the controller's training one, else 1)."
+)
+flags.DEFINE_integer("num_episodes", 100, "Episodes per policy and side; episode i: seed + i.")
+flags.DEFINE_integer("seed", 0, "Seed of the first episode.")
+flags.DEFINE_integer("max_steps", None, "Step limit (default: the environment's).")
+flags.DEFINE_string("out_dir", None, "Where dream_gap.json goes (default <model_dir>/dream_gap).")
+flags.mark_flag_as_required("environment")
+
+
+def main(argv):
+    del argv
+    from rl755.common import run_record
+    from rl755.controller.dream_gap import format_table, run_dream_gap
+
+    try:
+        gap = run_dream_gap(
+            environment=FLAGS.environment,
+            controller_dir=FLAGS.model_dir,
+            encoder=FLAGS.encoder,
+            sequential_model=FLAGS.sequential_model,
+            sequential_model_dir=FLAGS.sequential_model_dir,
+            temperature=FLAGS.temperature,
+            num_episodes=FLAGS.num_episodes,
+            seed=FLAGS.seed,
+            max_steps=FLAGS.max_steps,
+            out_dir=FLAGS.out_dir,
+            run_flags=run_record.flags_dict(),
+        )
+    except (ValueError, LookupError, FileNotFoundError) as e:
+        raise app.UsageError(str(e)) from e
+    print(
+        f"{gap['environment']}, {gap['sequential_model']}, temperature {gap['temperature']:g}, "
+        f"{gap['num_episodes']} episodes per policy (mean +- std of returns):"
+    )
+    print(format_table(gap))
+    print(f"Wrote {gap['out_dir']}/dream_gap.json")
+
+
+if __name__ == "__main__":
+    app.run(main)
