@@ -277,3 +277,42 @@ def test_dream_gap_script_fails_fast_on_bad_input(tmp_path):
     assert out.returncode != 0 and "raw_rollout_vae_4ld" in out.stderr  # lists the valid names
     out = run(f"--model_dir={tmp_path / 'missing'}")
     assert out.returncode != 0 and "missing" in out.stderr
+
+
+def test_collect_rollouts_with_a_trained_controller(tmp_path):
+    """--policy=controller: stage 1 with a trained controller, exploring, into TFRecords."""
+    from rl755.controller.cma_train import run_train_controller
+    from rl755.data_gen import collect
+    from rl755.data_gen.tfrecords import BadInput
+
+    ctrl = str(tmp_path / "c")
+    run_train_controller(
+        environment="FAKE_PIXELS",
+        model_dir=ctrl,
+        cma_config=small(generations=1, population_size=4, trials_per_member=1),
+        pool=PoolConfig(parallelism=0),
+    )
+    kw = dict(num_rollouts=3, parallelism=1, max_steps=24, progress=False, seed=4)
+    out = collect.collect_rollouts(
+        "FAKE_PIXELS", "controller", out_dir=str(tmp_path / "r"), out_format="tfrecord",
+        controller_dir=ctrl, random_action_prob=0.25, **kw,
+    )  # fmt: skip
+    assert out["rollouts"] == 3 and out["frames"] > 0
+    # Another exploration rate is another set of rollouts, not a resumed one.
+    again = collect.collect_rollouts(
+        "FAKE_PIXELS", "controller", out_dir=str(tmp_path / "r2"), out_format="tfrecord",
+        controller_dir=ctrl, random_action_prob=0.0, **kw,
+    )  # fmt: skip
+    assert again["tag"] != out["tag"]
+    with pytest.raises(BadInput, match="needs --controller_dir"):
+        collect.collect_rollouts("FAKE_PIXELS", "controller", **kw)
+    with pytest.raises(BadInput, match="need --policy=controller"):
+        collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", controller_dir=ctrl, **kw)
+    with pytest.raises(BadInput, match="not --environment=CAR_RACING"):
+        collect.collect_rollouts("CAR_RACING", "controller", controller_dir=ctrl, **kw)
+    with pytest.raises(BadInput, match="--controller_dir="):
+        collect.collect_rollouts(
+            "FAKE_PIXELS", "controller", controller_dir=str(tmp_path / "nope"), **kw
+        )
+    with pytest.raises(BadInput, match="Or --policy=controller"):
+        collect.collect_rollouts("FAKE_PIXELS", "NoSuchPolicy", **kw)

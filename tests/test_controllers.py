@@ -171,3 +171,42 @@ def test_training_directories_resolve_to_picklable_constructors(tmp_path):
     assert spec.sequential_model_fn.model_dir == str(tmp_path / "seq")
     with pytest.raises(FileNotFoundError, match="train_obs_encoder.py"):
         spec.build()
+
+
+def test_overridden_actions_are_what_the_model_steps_with():
+    spec = exact_spec()
+    agent = spec.build(use_tf_function=False)
+    params = np.random.default_rng(0).normal(0, 1, (2, agent.num_params))
+    envs = [ENV.make() for _ in range(2)]
+    obs = np.stack([e.reset(seed=s)[0] for e, s in zip(envs, GRID_SEEDS[:2])])
+    agent.reset(2)
+    own = agent.act(obs, params)
+    override = np.array([[-1.0, 0.0, 1.0], [1.0, 1.0, 0.0]], np.float32)
+    agent.reset(2)
+    got = agent.act(obs, params, override, np.array([True, False]))
+    np.testing.assert_allclose(got[0], override[0])
+    np.testing.assert_allclose(got[1], own[1], atol=1e-6)
+    # The model's state follows the action taken: env 0 steps as if it had played override[0].
+    model, z = FakeDynamicsModel(), FakeLatentEncoder().compute_full_representation(obs)[0]
+    h, _ = model.step(z, tf.constant(got), model.initial_state(2))
+    np.testing.assert_allclose(agent._h.numpy(), h.numpy(), atol=1e-6)
+
+
+def test_exploring_policy_takes_random_actions_at_the_asked_rate():
+    spec = exact_spec()
+    params = np.random.default_rng(1).normal(0, 1, spec.build().num_params)
+    plain = gym_rollouts.single_rollout(
+        ENV.make_fn(), WorldModelPolicy(spec, params), max_steps=24, seed=GRID_SEEDS[0]
+    )
+    again = gym_rollouts.single_rollout(
+        ENV.make_fn(), WorldModelPolicy(spec, params, 0.5), max_steps=24, seed=GRID_SEEDS[0]
+    )
+    same = gym_rollouts.single_rollout(
+        ENV.make_fn(), WorldModelPolicy(spec, params, 0.5), max_steps=24, seed=GRID_SEEDS[0]
+    )
+    np.testing.assert_array_equal(np.stack(again.action_l), np.stack(same.action_l))  # seeded
+    n = min(len(plain), len(again))
+    differ = np.any(np.stack(plain.action_l[:n]) != np.stack(again.action_l[:n]), axis=1)
+    assert 0 < differ.sum() < n
+    with pytest.raises(ValueError, match="random_action_prob"):
+        WorldModelPolicy(spec, params, 1.5)

@@ -152,12 +152,14 @@ class WorldModelAgent:
             return tf.cast(flat, tf.float32) / 255.0
         return self.encoder.compute_full_representation(obs)[0]
 
-    def _step(self, obs, params, h, state):
+    def _step(self, obs, params, h, state, override=None, use_override=None):
         z = self._encode(obs)  # [E, Z]
         features = tf.concat([z, h], axis=1) if self.sequential_model is not None else z
         actions = self.controller.act(params, features[:, None, :])[:, 0, :]  # [E, A]
         if self.action_fn is not None:
             actions = self.action_fn(actions)  # what the sequential model was trained on
+        if override is not None:  # exploration: the model must see the action really taken
+            actions = tf.where(use_override[:, None], tf.cast(override, actions.dtype), actions)
         if self.sequential_model is not None:
             h, state = self.sequential_model.step(z, actions, state)
         return actions, h, state
@@ -175,13 +177,24 @@ class WorldModelAgent:
             else ()
         )
 
-    def act(self, obs, params) -> np.ndarray:
-        """obs uint8 [E, H, W, C], params [E, N] -> actions float32 [E, A]; advances h."""
+    def act(self, obs, params, override=None, use_override=None) -> np.ndarray:
+        """obs uint8 [E, H, W, C], params [E, N] -> actions float32 [E, A]; advances h.
+
+        `override` [E, A] (stored actions) replaces the controller's action where
+        `use_override` [E] (bool) is True, and the sequential model steps with what was
+        returned (exploration with the model's state kept true to the episode).
+        """
         if self._h is None:
             raise RuntimeError("Call reset(batch_size) before act().")
         params = tf.convert_to_tensor(np.asarray(params, np.float32))
+        extra = ()
+        if override is not None:
+            extra = (
+                tf.convert_to_tensor(np.asarray(override, np.float32)),
+                tf.convert_to_tensor(np.asarray(use_override, bool)),
+            )
         actions, self._h, self._state = self._step_fn(
-            tf.convert_to_tensor(obs), params, self._h, self._state
+            tf.convert_to_tensor(obs), params, self._h, self._state, *extra
         )
         return actions.numpy()
 

@@ -18,19 +18,32 @@ from rl755.data_gen.gym_rollouts import Policy
 
 
 class WorldModelPolicy(Policy):
-    """Encoder + sequential model (stepped incrementally) + controller with fixed params [N]."""
+    """Encoder + sequential model (stepped incrementally) + controller with fixed params [N].
 
-    def __init__(self, spec: AgentSpec, params):
+    `random_action_prob` (exploration, e.g. for iterative World Models data): each step, with
+    this probability, a uniform random action from the environment's action space is taken
+    instead of the controller's (the sequential model steps with the action taken). The
+    draws are seeded by the rollout's seed.
+    """
+
+    def __init__(self, spec: AgentSpec, params, random_action_prob: float = 0.0):
+        if not 0.0 <= random_action_prob <= 1.0:
+            raise ValueError(f"random_action_prob must be in [0, 1], got {random_action_prob}.")
         self.spec = spec
         self.params = np.asarray(params, np.float32)
+        self.random_action_prob = float(random_action_prob)
         self._agent = None
+        self._space = None
+        self._rng = np.random.default_rng()
 
     @classmethod
-    def from_controller_dir(cls, model_dir: str) -> WorldModelPolicy:
+    def from_controller_dir(
+        cls, model_dir: str, random_action_prob: float = 0.0
+    ) -> WorldModelPolicy:
         from rl755.controller import resolve, saved
 
         trained = saved.load_trained_controller(model_dir)
-        return cls(resolve.spec_for_trained(trained), trained.params)
+        return cls(resolve.spec_for_trained(trained), trained.params, random_action_prob)
 
     def initialize(self, env, max_steps: int, **kwargs) -> None:
         if self._agent is None:  # networks are built once per policy object
@@ -41,6 +54,15 @@ class WorldModelPolicy(Policy):
                     f"parameters, got {self.params.shape}."
                 )
         self._agent.reset(1)
+        self._space = env.action_space
+        seed = kwargs.get("seed")
+        self._rng = np.random.default_rng(None if seed is None else [int(seed), 755])
+        if seed is not None:
+            self._space.seed(int(seed) + 1)
 
     def sample_action(self, obs, step: int, rollout, **kwargs) -> np.ndarray:
-        return self._agent.act(np.asarray(obs)[None], self.params[None])[0]
+        obs = np.asarray(obs)[None]
+        if self.random_action_prob and self._rng.random() < self.random_action_prob:
+            random = np.asarray(self._space.sample(), np.float32)[None]
+            return self._agent.act(obs, self.params[None], random, np.array([True]))[0]
+        return self._agent.act(obs, self.params[None])[0]

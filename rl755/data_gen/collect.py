@@ -44,7 +44,9 @@ def resolve_policy(environment: Environments, name: str) -> gym_rollouts.PolicyF
     try:
         policy_fn = lookup.resolve(package, name, base_class=gym_rollouts.Policy, what="policy")
     except LookupError as e:
-        raise BadInput(f"--policy: {e}") from e
+        raise BadInput(
+            f"--policy: {e} Or --policy=controller with --controller_dir=<a trained controller>."
+        ) from e
     if not callable(policy_fn):
         raise BadInput(f"--policy={name} resolves to {policy_fn!r}, which is not callable.")
     try:
@@ -52,6 +54,40 @@ def resolve_policy(environment: Environments, name: str) -> gym_rollouts.PolicyF
     except TypeError as e:
         raise BadInput(f"--policy: {e}") from e
     return policy_fn
+
+
+CONTROLLER_POLICY = "controller"
+
+
+def controller_policy(
+    environment: Environments, controller_dir: str | None, random_action_prob: float
+) -> gym_rollouts.PolicyFn:
+    """`--policy=controller`: a trained controller (`WorldModelPolicy`) from `controller_dir`,
+    taking a uniform random action with probability `random_action_prob` each step. Loads
+    its models once here, so a missing or mismatched one fails before any rollout."""
+    import functools
+
+    if not controller_dir:
+        raise BadInput("--policy=controller needs --controller_dir (a train_controller model dir).")
+    if not 0.0 <= random_action_prob <= 1.0:
+        raise BadInput(f"--random_action_prob must be in [0, 1], got {random_action_prob}.")
+    from rl755.controller.policy import WorldModelPolicy
+
+    try:
+        policy = WorldModelPolicy.from_controller_dir(controller_dir, random_action_prob)
+    except (FileNotFoundError, LookupError, ValueError) as e:
+        raise BadInput(f"--controller_dir={controller_dir}: {e}") from e
+    if policy.spec.env != environment:
+        raise BadInput(
+            f"--controller_dir={controller_dir} holds a controller for {policy.spec.env.name}, "
+            f"not --environment={environment.name}."
+        )
+    policy.spec.build()  # loads the encoder and sequential model: fail now, not in a worker
+    return functools.partial(
+        WorldModelPolicy.from_controller_dir,
+        os.path.abspath(controller_dir),
+        random_action_prob,
+    )
 
 
 def default_out_dir(environment: Environments, out_format: str) -> str:
@@ -129,12 +165,16 @@ def collect_rollouts(
     progress: bool = True,
     run_flags: dict | None = None,
     rollout_timeout: float | None = None,
+    controller_dir: str | None = None,
+    random_action_prob: float = 0.0,
 ) -> dict:
     """Collects exactly `num_rollouts` rollouts and writes them to `out_dir`.
 
     Args:
       environment: an `Environments` name, e.g. "CAR_RACING".
-      policy: a name in `rl755.models.<env folder>.policies`, e.g. "RandomPolicy".
+      policy: a name in `rl755.models.<env folder>.policies`, e.g. "RandomPolicy", or
+        "controller": the trained controller in `controller_dir`, taking a uniform random
+        action with probability `random_action_prob` each step (iterative World Models data).
       num_rollouts, parallelism, max_steps: positive counts; parallelism 1 without
         `ray_address` runs in this process, otherwise on Ray.
       out_dir: default `default_out_dir(environment, out_format)`.
@@ -179,7 +219,14 @@ def collect_rollouts(
     if rollouts_per_shard is None or rollouts_per_shard == 0:
         rollouts_per_shard = tfr.default_rollouts_per_shard(num_rollouts)
     tfr.check_positive(rollouts_per_shard=rollouts_per_shard)
-    policy_fn = resolve_policy(env_enum, policy)
+    if policy == CONTROLLER_POLICY:
+        policy_fn = controller_policy(env_enum, controller_dir, random_action_prob)
+        policy_key = f"controller:{os.path.abspath(controller_dir)}:{random_action_prob:g}"
+    else:
+        if controller_dir or random_action_prob:
+            raise BadInput("--controller_dir and --random_action_prob need --policy=controller.")
+        policy_fn = resolve_policy(env_enum, policy)
+        policy_key = policy
     out_dir = out_dir or default_out_dir(env_enum, out_format)
     tfr.check_out_dir(out_dir)
 
@@ -188,7 +235,7 @@ def collect_rollouts(
         log.info("Base seed %d (pass --seed=%d to reproduce this run).", seed, seed)
     # The tag's first part names the rollouts (seed and what shapes them), the second the
     # shard layout; the same rollouts in another layout would be duplicates in the dataset.
-    tag = run_tag(env=env_enum.name, policy=policy, max_steps=max_steps, seed=seed)[:6]
+    tag = run_tag(env=env_enum.name, policy=policy_key, max_steps=max_steps, seed=seed)[:6]
     if out_format == "tfrecord":
         layout = run_tag(
             num_rollouts=num_rollouts,

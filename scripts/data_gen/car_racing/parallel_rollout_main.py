@@ -10,6 +10,12 @@
         --policy=HastingsRandomPolicy --num_rollouts=10000 --parallelism=16 --max_steps=1000 \
         --out_format=tfrecord
 
+    # Iterative World Models: rollouts of a trained controller, 20% random actions
+    python scripts/data_gen/car_racing/parallel_rollout_main.py --environment=DOOM_TAKE_COVER \
+        --policy=controller --controller_dir=$HOME/rl755_models/doom_take_cover/controller_dream \
+        --random_action_prob=0.2 --num_rollouts=200 --parallelism=2 --max_steps=2100 \
+        --out_format=tfrecord --out_dir=$HOME/rl755_data/doom_take_cover/raw_rollouts_iter1
+
 Several instances may share one --out_dir (each draws its own --seed unless given; instances
 given a --seed need distinct ones); rerunning a command with the same --seed makes only the
 files that are missing. Works for every
@@ -34,7 +40,10 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string("environment", "CAR_RACING", "Environments enum name, e.g. CAR_RACING.")
 flags.DEFINE_string(
-    "policy", None, "Name in rl755.models.<env folder>.policies, e.g. HastingsRandomPolicy."
+    "policy",
+    None,
+    "Name in rl755.models.<env folder>.policies, e.g. HastingsRandomPolicy, or 'controller' "
+    "(a trained controller, see --controller_dir).",
 )
 flags.DEFINE_integer(
     "seed", None, "Base seed (rollout i gets a seed derived from it); default random."
@@ -59,6 +68,17 @@ flags.DEFINE_float(
 flags.DEFINE_string("out_name", "rollouts", "Shard name prefix (tfrecord): <out_name>-<split>-...")
 flags.DEFINE_integer(
     "max_retries", 3, "Ray retries of a task whose worker process died or ran past its time limit."
+)
+flags.DEFINE_string(
+    "controller_dir",
+    None,
+    "With --policy=controller: a train_controller --model_dir whose controller (with its "
+    "encoder and sequential model) acts, e.g. for iterative World Models training.",
+)
+flags.DEFINE_float(
+    "random_action_prob",
+    0.0,
+    "With --policy=controller: probability of a uniform random action at each step.",
 )
 flags.DEFINE_float(
     "rollout_timeout",
@@ -94,6 +114,8 @@ def main(argv):
             out_name=FLAGS.out_name,
             max_retries=FLAGS.max_retries,
             rollout_timeout=FLAGS.rollout_timeout,
+            controller_dir=FLAGS.controller_dir,
+            random_action_prob=FLAGS.random_action_prob,
             run_flags=run_record.flags_dict(),
         )
     except BadInput as e:
