@@ -127,6 +127,8 @@ def test_dream_mode_trains_inside_the_model_and_logs_the_gap(tmp_path):
     )
     assert out["generation"] == 4 and len(out["evals"]) == 2
     assert out["history"][-1]["mean"] > out["history"][0]["mean"]
+    meta = json.loads((tmp_path / "d" / "controller.json").read_text())
+    assert meta["mode"] == "dream" and meta["temperature"] == 1.0  # what dream_gap.py reads
     tags = _tensorboard_tags(tmp_path / "d" / "tensorboard")
     assert {"perf/dream_steps_per_s", "eval/dream_to_real_gap", "eval/real_mean"} <= tags
 

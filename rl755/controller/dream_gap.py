@@ -35,23 +35,22 @@ log = logging.getLogger(__name__)
 
 
 class _FixedPolicy:
-    """Acts like a controller for `DreamEvaluator`, ignoring its (empty) parameters.
+    """Acts like a controller for `DreamEvaluator`: its "parameters" [P, A] are the action
+    each member holds (one evaluator, one trace, for every constant policy), or, with
+    `random=True`, it ignores them and acts uniformly over [low, high] each step."""
 
-    `action` [A]: held every step; None: uniform over [low, high] each step.
-    """
-
-    def __init__(self, input_size: int, low, high, action=None):
+    def __init__(self, input_size: int, low, high, random: bool = False):
         self.input_size = int(input_size)
         self.low = np.asarray(low, np.float32)
         self.high = np.asarray(high, np.float32)
         self.action_size = len(self.low)
-        self.action = None if action is None else np.asarray(action, np.float32)
+        self.random = random
 
     def act(self, params, inputs):
         shape = tf.concat([tf.shape(inputs)[:2], [self.action_size]], axis=0)  # [P, B, A]
-        if self.action is None:
+        if self.random:
             return tf.random.uniform(shape, self.low, self.high)
-        return tf.broadcast_to(tf.constant(self.action), shape)
+        return tf.broadcast_to(tf.cast(params, tf.float32)[:, None, :], shape)
 
 
 def reference_policies(environment) -> dict[str, np.ndarray | None]:
@@ -114,15 +113,21 @@ def dream_gap(
     high = np.ones(env_enum.action_size) if env_enum.is_discrete else env_enum.action_high
     trials = np.arange(num_episodes)
 
-    def dream(controller, p) -> dict:
-        evaluator = DreamEvaluator(seq, controller, z0, max_steps, temperature, spec.action_fn)
+    def dream(evaluator, p) -> dict:
         out = evaluator.evaluate(p, trials, seed=int(seed))
         return {**stats(out["returns"][0]), "steps_mean": float(out["steps"][0].mean())}
 
+    def evaluator(controller):
+        return DreamEvaluator(seq, controller, z0, max_steps, temperature, spec.action_fn)
+
+    constant = evaluator(_FixedPolicy(input_size, low, high))
+    random = evaluator(_FixedPolicy(input_size, low, high, random=True))
     policies = {}
     for name, action in reference_policies(env_enum).items():
-        fixed = _FixedPolicy(input_size, low, high, action)
-        d = dream(fixed, np.zeros((1, 0), np.float32))
+        if action is None:
+            d = dream(random, np.zeros((1, len(low)), np.float32))
+        else:
+            d = dream(constant, np.asarray(action, np.float32)[None])
         r = policy_returns(make_env, seeds, max_steps, action)
         real = {**stats(r["returns"]), "steps_mean": float(np.mean(r["steps"]))}
         policies[name] = {"dream": d, "real": real}
@@ -135,7 +140,7 @@ def dream_gap(
                 f"The controller has {params.shape} parameters; {spec.controller} on these "
                 f"models needs ({agent.num_params},)."
             )
-        d = dream(agent.controller, params[None])
+        d = dream(evaluator(agent.controller), params[None])
         envs = [make_env() for _ in range(min(envs_at_once, num_episodes))]
         returns, steps = [], []
         try:
