@@ -23,6 +23,7 @@ ends); real episodes use the environment's own rewards and ends.
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -206,8 +207,6 @@ def run_dream_gap(
     encoder and a sequential model must be named. Writes <out_dir>/dream_gap.json (default
     <controller_dir>/dream_gap) and returns its dict.
     """
-    import os
-
     from rl755.common import run_record, sharded_io
     from rl755.controller import resolve, saved
     from rl755.environments import Environments
