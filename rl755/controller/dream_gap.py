@@ -28,9 +28,15 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from rl755.controller.agent import AgentSpec, run_episodes
+from rl755.controller.agent import AgentSpec
 from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
-from rl755.controller.evaluate import policy_returns, stats
+from rl755.controller.evaluate import (
+    checked_params,
+    play_controller,
+    policy_returns,
+    spec_with_overrides,
+    stats,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +101,8 @@ def dream_gap(
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}.")
     env_enum = spec.env
-    encoder, seq = spec.build_models()
+    agent = spec.build()  # the encoder and sequential model, loaded once
+    encoder, seq = agent.encoder, agent.sequential_model
     if encoder is None or seq is None:
         raise ValueError(
             "A dream needs an encoder and a sequential model: pass --encoder and "
@@ -134,28 +141,10 @@ def dream_gap(
         policies[name] = {"dream": d, "real": real}
         log.info("%s: dream %.1f, real %.1f", name, d["mean"], real["mean"])
     if params is not None:
-        agent = spec.build()
-        params = np.asarray(params, np.float32)
-        if params.shape != (agent.num_params,):
-            raise ValueError(
-                f"The controller has {params.shape} parameters; {spec.controller} on these "
-                f"models needs ({agent.num_params},)."
-            )
+        params = checked_params(agent, params, spec)
         d = dream(evaluator(agent.controller), params[None])
-        envs = [make_env() for _ in range(min(envs_at_once, num_episodes))]
-        returns, steps = [], []
-        try:
-            for start in range(0, num_episodes, len(envs)):
-                batch = seeds[start : start + len(envs)]
-                out = run_episodes(
-                    envs, agent, np.repeat(params[None], len(batch), 0), batch, max_steps
-                )
-                returns.extend(out["returns"].tolist())
-                steps.extend(out["steps"].tolist())
-        finally:
-            for env in envs:
-                env.close()
-        real = {**stats(returns), "steps_mean": float(np.mean(steps))}
+        r = play_controller(agent, params, make_env, seeds, max_steps, envs_at_once)
+        real = {**stats(r["returns"]), "steps_mean": float(np.mean(r["steps"]))}
         policies["controller"] = {"dream": d, "real": real}
         log.info("controller: dream %.1f, real %.1f", d["mean"], real["mean"])
     for v in policies.values():
@@ -215,21 +204,8 @@ def run_dream_gap(
     params = None
     if controller_dir:
         trained = saved.load_trained_controller(controller_dir)
-        if trained.environment != env:
-            raise ValueError(
-                f"{controller_dir} holds a controller for {trained.environment.name}, "
-                f"not {env.name}."
-            )
-        meta = dict(trained.meta)
-        if encoder:
-            meta["encoder"] = encoder
-        if sequential_model or sequential_model_dir:
-            meta["sequential_model"] = (
-                f"dir:{sequential_model_dir}" if sequential_model_dir else sequential_model
-            )
-        spec = resolve.spec_for_trained(
-            saved.TrainedController(trained.controller, trained.params, meta)
-        )
+        seq_name = f"dir:{sequential_model_dir}" if sequential_model_dir else sequential_model
+        meta, spec = spec_with_overrides(trained, controller_dir, env.name, encoder, seq_name)
         params = trained.params
         if temperature is None:
             temperature = meta.get("temperature")

@@ -80,6 +80,75 @@ def save_gif(path: str, frames, fps: int = 30) -> None:
         )
 
 
+def checked_params(agent, params, spec: AgentSpec) -> np.ndarray:
+    """params as float32 [N], or a ValueError naming both sizes."""
+    params = np.asarray(params, np.float32)
+    if params.shape != (agent.num_params,):
+        raise ValueError(
+            f"The controller has {params.shape} parameters but {spec.controller} on these models "
+            f"(input size {agent.controller.input_size}) needs ({agent.num_params},)."
+        )
+    return params
+
+
+def play_controller(
+    agent, params, make_env: Callable, seeds, max_steps: int, envs_at_once: int = 4,
+    record_first: bool = False,
+) -> dict:  # fmt: skip
+    """Real episodes of controller `params` [N] on `seeds` [E], `envs_at_once` stepped together.
+
+    Returns {"returns": [E] list, "steps": [E] list, "frames": episode 0's observations (with
+    `record_first`, else None)}.
+    """
+    envs = [make_env() for _ in range(min(envs_at_once, len(seeds)))]
+    returns, steps, frames = [], [], None
+    try:
+        for start in range(0, len(seeds), len(envs)):
+            batch = seeds[start : start + len(envs)]
+            out = run_episodes(
+                envs,
+                agent,
+                np.repeat(np.asarray(params, np.float32)[None], len(batch), axis=0),
+                batch,
+                max_steps,
+                record_frames=0 if start == 0 and record_first else None,
+            )
+            if start == 0 and record_first:
+                frames = out["frames"]
+            returns.extend(out["returns"].tolist())
+            steps.extend(out["steps"].tolist())
+            log.info("Played %d/%d episodes.", len(returns), len(seeds))
+    finally:
+        for env in envs:
+            env.close()
+    return {"returns": returns, "steps": steps, "frames": frames}
+
+
+def spec_with_overrides(
+    trained, controller_dir: str, environment=None, encoder=None, sequential_model=None
+) -> tuple[dict, AgentSpec]:
+    """(meta, spec) of a loaded controller: its controller.json's encoder and sequential model
+    unless `encoder` / `sequential_model` (a saved_models name or "dir:<model dir>") replace
+    them; a ValueError if `environment` is given and is not the controller's."""
+    from rl755.controller import resolve, saved
+    from rl755.environments import Environments
+
+    if environment and Environments.from_name(environment) != trained.environment:
+        raise ValueError(
+            f"{controller_dir} holds a controller for {trained.environment.name}, not "
+            f"{Environments.from_name(environment).name}."
+        )
+    meta = dict(trained.meta)
+    if encoder:
+        meta["encoder"] = encoder
+    if sequential_model:
+        meta["sequential_model"] = sequential_model
+    spec = resolve.spec_for_trained(
+        saved.TrainedController(trained.controller, trained.params, meta)
+    )
+    return meta, spec
+
+
 def evaluate_controller(
     params: np.ndarray,
     spec: AgentSpec,
@@ -103,34 +172,12 @@ def evaluate_controller(
     make_env = make_env or env_enum.make_fn()
     max_steps = max_steps or env_enum.max_episode_steps or 1000
     agent = spec.build()
-    params = np.asarray(params, np.float32)
-    if params.shape != (agent.num_params,):
-        raise ValueError(
-            f"The controller has {params.shape} parameters but {spec.controller} on these models "
-            f"(input size {agent.controller.input_size}) needs ({agent.num_params},)."
-        )
+    params = checked_params(agent, params, spec)
     seeds = np.arange(num_episodes) + int(seed)
-    envs = [make_env() for _ in range(min(envs_at_once, num_episodes))]
-    returns, steps, frames = [], [], None
-    try:
-        for start in range(0, num_episodes, len(envs)):
-            batch = seeds[start : start + len(envs)]
-            out = run_episodes(
-                envs,
-                agent,
-                np.repeat(params[None], len(batch), axis=0),
-                batch,
-                max_steps,
-                record_frames=0 if start == 0 else None,
-            )
-            if start == 0:
-                frames = out["frames"]
-            returns.extend(out["returns"].tolist())
-            steps.extend(out["steps"].tolist())
-            log.info("Evaluated %d/%d episodes.", len(returns), num_episodes)
-    finally:
-        for env in envs:
-            env.close()
+    out = play_controller(
+        agent, params, make_env, seeds, max_steps, envs_at_once, record_first=True
+    )
+    returns, steps, frames = out["returns"], out["steps"], out["frames"]
     result = {
         "environment": env_enum.name,
         "controller": spec.controller,
@@ -193,17 +240,8 @@ def run_evaluate_controller(
         controller_dir = trained.model_dir
     else:
         trained = saved.load_trained_controller(controller_dir)
-    if environment and Environments.from_name(environment) != trained.environment:
-        raise ValueError(
-            f"{controller_dir} holds a controller for {trained.environment.name}, not {environment}."
-        )
-    meta = dict(trained.meta)
-    if encoder is not None:
-        meta["encoder"] = encoder
-    if sequential_model is not None:
-        meta["sequential_model"] = sequential_model
-    spec = resolve.spec_for_trained(
-        saved.TrainedController(trained.controller, trained.params, meta)
+    meta, spec = spec_with_overrides(
+        trained, controller_dir, environment, encoder, sequential_model
     )
     out_dir = out_dir or os.path.join(controller_dir, "evaluation")
     with run_record.record_run(out_dir, dict(run_flags or {}), stage="evaluate_controller"):

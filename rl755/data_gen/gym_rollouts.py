@@ -455,9 +455,8 @@ def _run_on_ray(
                         limit = rollout_timeout * len(tasks[i].items)
                         deadlines[ref] = time.monotonic() + limit
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                for ref in [r for r, t in deadlines.items() if r not in ready]:
-                    if time.monotonic() < deadlines[ref]:
-                        continue
+                now = time.monotonic()
+                for ref in [r for r, t in deadlines.items() if t <= now and r not in ready]:
                     i = pending.pop(ref)
                     del deadlines[ref]
                     with contextlib.suppress(Exception):
