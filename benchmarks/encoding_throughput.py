@@ -38,11 +38,10 @@ def main(argv):
     import numpy as np
     from car_racing_frames import play_frames, write_rollouts
 
-    from rl755.common import sharded_io, tf_setup
+    from rl755.common import checkpoints, sharded_io, tf_setup
     from rl755.data_gen import encode
     from rl755.environments import Environments
     from rl755.models.car_racing.vae import Vae
-    from rl755.models.common import checkpoints
 
     tf_setup.limit_threads(FLAGS.num_threads)
     tmp = tempfile.mkdtemp(prefix="bench_encode_")

@@ -56,7 +56,7 @@ def save_untrained_vae(model_dir, representation_size: int = 4, seed: int = 0):
     """A fake `vae.Vae` with random weights saved as checkpoint 1 of model_dir; returns it."""
     import keras
 
-    from rl755.models.common import checkpoints
+    from rl755.common import checkpoints
     from rl755.models.fake.vae import Vae
 
     keras.utils.set_random_seed(seed)

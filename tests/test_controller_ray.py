@@ -5,9 +5,10 @@ with a message. One pool (2 actors) serves all tests; faults are armed per test.
 import numpy as np
 import pytest
 
+from rl755.common.errors import WorkerFailure
 from rl755.controller.agent import AgentSpec
 from rl755.controller.cma_train import CmaConfig, PoolConfig, train_controller
-from rl755.controller.real_eval import RealEvaluator, WorkerFailure
+from rl755.controller.real_eval import RealEvaluator
 from rl755.environments import Environments
 from rl755.testing import faulty_env
 from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder

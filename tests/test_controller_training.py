@@ -283,9 +283,9 @@ def test_dream_gap_script_fails_fast_on_bad_input(tmp_path):
 
 def test_collect_rollouts_with_a_trained_controller(tmp_path):
     """--policy=controller: stage 1 with a trained controller, exploring, into TFRecords."""
+    from rl755.common.errors import BadInput
     from rl755.controller.cma_train import run_train_controller
     from rl755.data_gen import collect
-    from rl755.data_gen.tfrecords import BadInput
 
     ctrl = str(tmp_path / "c")
     run_train_controller(

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from rl755.controller import networks as controllers
 from rl755.controller import resolve
 from rl755.controller.agent import AgentSpec, run_episodes
 from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
 from rl755.controller.policy import WorldModelPolicy
 from rl755.data_gen import gym_rollouts
 from rl755.environments import Environments
-from rl755.models.common import controllers
 from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder
 
 ENV = Environments.FAKE_PIXELS

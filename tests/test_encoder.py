@@ -11,8 +11,7 @@ import pytest
 import tensorflow as tf
 from encoder_helpers import fake_rollout, pattern, save_untrained_vae, write_raw_rollouts
 
-from rl755.common import sharded_io
-from rl755.models.common import checkpoints
+from rl755.common import checkpoints, sharded_io
 from rl755.models.common.saved_encoders import load_encoder
 from rl755.models.common.train_encoder import (
     NonFiniteLossError,

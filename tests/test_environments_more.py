@@ -224,7 +224,7 @@ def _recording(model):
 def test_agent_and_dream_feed_the_model_one_hot_actions():
     from rl755.controller.agent import AgentSpec, WorldModelAgent
     from rl755.controller.dream_eval import DreamEvaluator
-    from rl755.models.common.controllers import make_controller
+    from rl755.controller.networks import make_controller
     from rl755.models.common.conv_vae import ConvVae
     from rl755.models.common.sequential_models import mdn_rnn
 

@@ -13,10 +13,10 @@ import pytest
 import tensorflow as tf
 
 from rl755.common import sharded_io
+from rl755.common.errors import BadInput
 from rl755.common.structs import Rollout
 from rl755.data_gen import collect, corrupted, gym_rollouts, policy_stats
 from rl755.data_gen import tfrecords as tfr
-from rl755.data_gen.tfrecords import BadInput
 from rl755.environments import Environments
 from rl755.models.car_racing import policies as car_policies
 from rl755.models.fake import policies as fake_policies

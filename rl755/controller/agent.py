@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from rl755.controller import networks as controllers_lib
 from rl755.environments import Environments
-from rl755.models.common import controllers as controllers_lib
 
 
 def check_sizes(environment: Environments, encoder=None, sequential_model=None) -> None:
@@ -68,7 +68,7 @@ class AgentSpec:
 
     Attributes:
       environment: `Environments` member name, e.g. "CAR_RACING".
-      controller: controller class name in rl755.models.common.controllers.
+      controller: controller class name in rl755.controller.networks.
       controller_kwargs: extra constructor arguments, e.g. (("hidden_units", 40),).
       encoder_fn: () -> ObservationEncoder, or None for a controller on raw pixels / 255.
       sequential_model_fn: () -> SequentialModel, or None for a V-only (z-only) controller.

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rl755.common.errors import WorkerFailure
 from rl755.controller.agent import AgentSpec, run_episodes
 
 log = logging.getLogger(__name__)
@@ -69,10 +70,6 @@ class EvaluationWorker:
         for env in self.envs:
             env.close()
         self.envs = []
-
-
-class WorkerFailure(RuntimeError):
-    """A batch of trials failed on `max_failures` workers in a row."""
 
 
 class RealEvaluator:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 
 from rl755.common import lookup
+from rl755.controller import networks as controllers_lib
 from rl755.controller.agent import AgentSpec
 from rl755.environments import Environments
-from rl755.models.common import controllers as controllers_lib
 
 NONE = "none"
 

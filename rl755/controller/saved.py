@@ -23,8 +23,8 @@ import os
 import numpy as np
 
 from rl755.common import sharded_io
+from rl755.controller import networks as controllers_lib
 from rl755.environments import Environments
-from rl755.models.common import controllers as controllers_lib
 
 META_FILE = "controller.json"
 PARAMS_FILE = "controller_params.npy"

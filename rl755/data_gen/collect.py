@@ -28,9 +28,9 @@ import logging
 import os
 
 from rl755.common import config, lookup
+from rl755.common.errors import BadInput
 from rl755.data_gen import gym_rollouts
 from rl755.data_gen import tfrecords as tfr
-from rl755.data_gen.tfrecords import BadInput
 from rl755.environments import Environments
 
 log = logging.getLogger(__name__)

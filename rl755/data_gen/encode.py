@@ -152,7 +152,7 @@ def load_encoder_for_encoding(
     With `model_dir` (a training run's --model_dir): `model` is the model class name (e.g.
     "vae.Vae"); `representation_size` defaults to the one in the checkpoint's .json;
     `checkpoint` picks a weights file (default: newest complete checkpoint)."""
-    from rl755.models.common import checkpoints
+    from rl755.common import checkpoints
     from rl755.models.common.encoder import ObservationEncoder
     from rl755.models.common.saved_encoders import _checkpoint_info, load_encoder
 

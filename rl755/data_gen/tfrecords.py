@@ -29,14 +29,11 @@ import pickletools
 from collections.abc import Iterator, Sequence
 
 from rl755.common import sharded_io
+from rl755.common.errors import BadInput
 from rl755.common.structs import Rollout
 from rl755.data_gen.gym_rollouts import RolloutSink, RolloutTask
 
 log = logging.getLogger(__name__)
-
-
-class BadInput(ValueError):
-    """Invalid flags or input files; the message says what to do (scripts print it cleanly)."""
 
 
 SPLITS = ("train", "validation")

@@ -3,7 +3,7 @@
     encoder = load_encoder("CAR_RACING", "vae.Vae", model_dir, representation_size=32)
     encoder.checkpoint_path     # the weights file that was loaded
 
-The newest complete checkpoint of `model_dir` is loaded (see rl755.models.common.checkpoints)
+The newest complete checkpoint of `model_dir` is loaded (see rl755.common.checkpoints)
 unless `checkpoint=` names a weights file. Missing weights fail with the command that trains
 them; weights of another architecture or size fail naming the expected and found shapes.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
+from rl755.common import checkpoints
 from rl755.environments import Environments
-from rl755.models.common import checkpoints
 from rl755.models.common.encoder import ObservationEncoder
 
 

@@ -33,10 +33,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from rl755.common import lookup, run_record, sharded_io, tf_setup
+from rl755.common import checkpoints, lookup, run_record, sharded_io, tf_setup
+from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
 from rl755.common.structs import Rollout
 from rl755.environments import Environments
-from rl755.models.common import checkpoints
 from rl755.models.common.encoder import ObservationEncoder
 
 SHUFFLE_BUFFER = 1000
@@ -164,10 +164,6 @@ def save_png(path: str, image: np.ndarray) -> None:
 
     with sharded_io.atomic_output(path) as tmp:
         Image.fromarray(image).save(tmp, format="PNG")
-
-
-class NonFiniteLossError(RuntimeError):
-    pass
 
 
 class _StopOnNonFiniteLoss(keras.callbacks.Callback):

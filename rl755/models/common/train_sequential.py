@@ -43,6 +43,7 @@ import tensorflow as tf
 from absl import logging
 
 from rl755.common import sharded_io
+from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
 from rl755.models.common.sequential import SequentialModel
 
 CHECKPOINT_RE = re.compile(r"^model-(\d+)\.weights\.h5$")
@@ -57,10 +58,6 @@ _IDENTITY_KEYS = (
     "action_size",
     "difference_targets",
 )
-
-
-class NonFiniteLossError(FloatingPointError):
-    """Training produced a NaN or infinite loss; the message says at which step and term."""
 
 
 # ---- devices -----------------------------------------------------------------------------------

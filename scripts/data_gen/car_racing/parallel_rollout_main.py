@@ -94,8 +94,8 @@ for _name in ("num_rollouts", "policy"):
 def main(argv):
     del argv
     from rl755.common import run_record
+    from rl755.common.errors import BadInput
     from rl755.data_gen.collect import collect_rollouts
-    from rl755.data_gen.tfrecords import BadInput
 
     try:
         summary = collect_rollouts(

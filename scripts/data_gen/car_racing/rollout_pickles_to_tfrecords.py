@@ -39,7 +39,8 @@ for _name in ("pickle_dir", "out_dir"):
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.data_gen.tfrecords import BadInput, convert_pickles_to_tfrecords
+    from rl755.common.errors import BadInput
+    from rl755.data_gen.tfrecords import convert_pickles_to_tfrecords
 
     try:
         summary = convert_pickles_to_tfrecords(
