@@ -39,11 +39,11 @@ def _median_ms(fn, steps: int) -> tuple[float, float]:
     return 1000 * statistics.median(wall), 1000 * statistics.median(cpu)
 
 
-def _compare(transformer, w, b, z_size, a_size, steps):
+def _compare(make_base_transformer, w, b, z_size, a_size, steps):
     """(cached step timings, recompute timings) for the base transformer at window w."""
     import tensorflow as tf
 
-    model = transformer.base_deterministic_transformer(window=w).ensure_built()
+    model = make_base_transformer(window=w).ensure_built()
     x = tf.random.normal([b, w, z_size + a_size])
     # Steady state: the cache is full (t >= window).
     state = model.initial_state(b)
@@ -72,18 +72,19 @@ def main(argv):
     tf_setup.limit_threads(FLAGS.num_threads)
     import tensorflow as tf
 
-    from rl755.models.car_racing import mdn_rnn, transformer
+    from rl755.models import catalogue
 
     b, z_size, a_size = FLAGS.batch_size, 32, 3
     print(f"batch {b}, base transformer (6 layers x 256, 8 heads); median ms per env step")
     print(f"{'window':>7} {'step (cache)':>13} {'recompute':>10} {'ratio':>7}   (wall ms / CPU ms)")
     for w in [int(x) for x in FLAGS.windows]:
         steps = FLAGS.steps if w <= 64 else max(20, FLAGS.steps // 4)
-        (wc, cc), (wr, cr) = _compare(transformer, w, b, z_size, a_size, steps)
+        base = catalogue.model_fn("CAR_RACING", "transformer.base_deterministic_transformer")
+        (wc, cc), (wr, cr) = _compare(base, w, b, z_size, a_size, steps)
         print(f"{w:>7} {wc:>13.3f} {wr:>10.3f} {wr / wc:>6.1f}x   wall")
         print(f"{'':>7} {cc:>13.3f} {cr:>10.3f} {cr / cc:>6.1f}x   CPU")
 
-    mdn = mdn_rnn.mdn_rnn().ensure_built()
+    mdn = catalogue.build("CAR_RACING", "mdn_rnn.mdn_rnn").ensure_built()
     state = {"s": mdn.initial_state(b)}
     z0, a0 = tf.zeros([b, z_size]), tf.zeros([b, a_size])
 

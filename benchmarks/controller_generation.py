@@ -63,15 +63,15 @@ def main(argv):
     from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
     from rl755.controller.real_eval import RealEvaluator
     from rl755.environments import Environments
-    from rl755.models.car_racing import mdn_rnn, vae
+    from rl755.models import catalogue
 
     env = Environments.CAR_RACING
     p, t, s, w = FLAGS.population, FLAGS.trials, FLAGS.steps, FLAGS.workers
     spec = AgentSpec(
         env.name,
         "LinearController",
-        encoder_fn=vae.Vae,
-        sequential_model_fn=mdn_rnn.mdn_rnn_with_heads,
+        encoder_fn=catalogue.model_fn(env, "vae.Vae"),
+        sequential_model_fn=catalogue.model_fn(env, "mdn_rnn.mdn_rnn_with_heads"),
     )
     ray.init(num_cpus=w, include_dashboard=False, log_to_driver=False)
     raw_task = ray.remote(num_cpus=0)(_raw_episodes)

@@ -45,7 +45,7 @@ def main(argv):
 
     from rl755.common import sharded_io, tf_setup
     from rl755.data.car_racing.raw_rollouts import RawRollouts
-    from rl755.models.car_racing.vae import Vae
+    from rl755.models import catalogue
     from rl755.models.common.train_encoder import observation_batches
 
     tf_setup.limit_threads(FLAGS.num_threads)
@@ -66,7 +66,7 @@ def main(argv):
     batch = next(iter(observation_batches(builder, "train", FLAGS.batch_size, 100)))
     in_memory = iter(tf.data.Dataset.from_tensors(batch).repeat())
 
-    vae = Vae(representation_size=32).build_for_frames()
+    vae = catalogue.build("CAR_RACING", "vae.Vae").build_for_frames()
     vae.compile(optimizer=keras.optimizers.Adam(1e-4), loss=vae.get_loss_fn())
     vae.make_train_function()
     train_function = vae.train_function

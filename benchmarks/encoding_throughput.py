@@ -41,7 +41,7 @@ def main(argv):
     from rl755.common import checkpoints, sharded_io, tf_setup
     from rl755.data_gen import encode
     from rl755.environments import Environments
-    from rl755.models.car_racing.vae import Vae
+    from rl755.models import catalogue
 
     tf_setup.limit_threads(FLAGS.num_threads)
     tmp = tempfile.mkdtemp(prefix="bench_encode_")
@@ -51,7 +51,7 @@ def main(argv):
         raw_dir, frames, FLAGS.num_files, FLAGS.rollouts_per_file, 1000, FLAGS.compression
     )
     model_dir = os.path.join(tmp, "vae")
-    vae = Vae(representation_size=32).build_for_frames()
+    vae = catalogue.build("CAR_RACING", "vae.Vae").build_for_frames()
     checkpoints.save_checkpoint(
         model_dir,
         1,

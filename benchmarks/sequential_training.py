@@ -34,7 +34,7 @@ flags.DEFINE_list(
         "mdn_rnn.mdn_rnn",
         "mdn_rnn.mdn_rnn_with_heads",
     ],
-    "rl755.models.car_racing.<name> functions to measure.",
+    "rl755.models.catalogue names to measure (CAR_RACING sizes).",
 )
 flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size.")
 
@@ -70,7 +70,7 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
-    from rl755.common.lookup import resolve
+    from rl755.models import catalogue
     from rl755.models.common import train_sequential as ts
 
     b, length, z, a = FLAGS.batch_size, FLAGS.sequence_length, 32, 3
@@ -92,7 +92,7 @@ def main(argv):
     warm = 3
     print(f"batch {b} x {length} steps; median sequences/s (trainer / bare step / ratio)")
     for name in FLAGS.models:
-        model_fn = resolve("rl755.models.car_racing", name, what="model")
+        model_fn = catalogue.model_fn("CAR_RACING", name)
         with tempfile.TemporaryDirectory() as d:
             r = ts.train_sequential_model(
                 model_fn,

@@ -427,18 +427,20 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
 
 def check_preset(preset: Preset) -> None:
     """Fails fast if a name in the preset does not resolve (before any compute)."""
+    from rl755 import zoo
     from rl755.common.lookup import resolve
+    from rl755.data import registry
+    from rl755.models import catalogue
 
     env = Environments.from_name(preset.environment)
     models = env.folder_module("models")
-    data = env.folder_module("data")
     resolve(models, f"policies.{preset.policy}", what="policy")
-    resolve(models, preset.encoder_model, what="encoder model")
-    resolve(models, f"saved_models.{preset.encoder_name}", what="saved encoder")
-    resolve(data, f"encoded_rollouts.{preset.encoded_dataset}", what="encoded dataset")
-    resolve(models, preset.sequential_model, what="sequential model")
-    resolve(models, f"saved_models.{preset.sequential_name}", what="saved sequential model")
-    resolve(models, f"saved_models.{preset.controller_name}", what="saved controller")
+    catalogue.model_fn(env, preset.encoder_model, kind=catalogue.ENCODER)
+    zoo.get(env, preset.encoder_name, kind=zoo.ENCODER)
+    registry.encoded_rollouts_class(env, preset.encoded_dataset)
+    catalogue.model_fn(env, preset.sequential_model, kind=catalogue.SEQUENTIAL)
+    zoo.get(env, preset.sequential_name, kind=zoo.SEQUENTIAL)
+    zoo.get(env, preset.controller_name, kind=zoo.CONTROLLER)
 
 
 # ---- running ----------------------------------------------------------------------------------

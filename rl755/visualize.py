@@ -86,12 +86,12 @@ def predicted_frames_for_registry(
     env, encoder_name: str, sequential_name: str, out_path: str, num_steps: int = 8
 ) -> str:
     """Draws predicted frames for the first validation rollout with registered models."""
-    from rl755.common.lookup import resolve
+    from rl755 import zoo
+    from rl755.data import registry
 
-    models = env.folder_module("models")
-    encoder = resolve(models, f"saved_models.{encoder_name}", what="saved encoder")()
-    seq = resolve(models, f"saved_models.{sequential_name}", what="saved sequential model")()
-    raw = resolve(env.folder_module("data"), "raw_rollouts.RawRollouts")()
+    encoder = zoo.get(env, encoder_name, kind=zoo.ENCODER)()
+    seq = zoo.get(env, sequential_name, kind=zoo.SEQUENTIAL)()
+    raw = registry.raw_rollouts_class(env)()
     rollout = None
     for split in ("validation", "train"):
         try:

@@ -57,10 +57,11 @@ def save_untrained_vae(model_dir, representation_size: int = 4, seed: int = 0):
     import keras
 
     from rl755.common import checkpoints
-    from rl755.models.fake.vae import Vae
+    from rl755.models import catalogue
 
     keras.utils.set_random_seed(seed)
-    vae = Vae(representation_size=representation_size).build_for_frames()
+    vae = catalogue.build(ENV, "vae.Vae", representation_size=representation_size)
+    vae.build_for_frames()
     checkpoints.save_checkpoint(
         str(model_dir),
         1,

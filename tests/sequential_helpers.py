@@ -7,8 +7,14 @@ import tensorflow as tf
 
 from rl755.common import sharded_io
 from rl755.common.structs import Rollout
+from rl755.models import catalogue
 
 Z, A = 4, 3
+
+
+def fake_model(name: str) -> catalogue.ModelFn:
+    """The catalogue's `name` for FAKE_PIXELS (Z = 4, A = 3): a no-argument constructor."""
+    return catalogue.model_fn("FAKE_PIXELS", name)
 
 
 def encoded_rollout(rng, steps, done=False, z=Z):

@@ -99,10 +99,11 @@ def test_batched_episodes_equal_single_episodes_and_policy_interface():
 
 
 def test_sizes_that_do_not_fit_fail_before_any_rollout():
-    from rl755.models.fake.vae import Vae
+    from rl755.models import catalogue
 
+    vae = catalogue.model_fn(ENV, "vae.Vae")
     spec = AgentSpec(
-        ENV.name, "LinearController", encoder_fn=Vae, sequential_model_fn=FakeDynamicsModel
+        ENV.name, "LinearController", encoder_fn=vae, sequential_model_fn=FakeDynamicsModel
     )
     with pytest.raises(ValueError, match="representation size 4 .* representation size 2"):
         spec.build()
@@ -133,13 +134,13 @@ def test_dream_equals_real_when_the_model_is_exact():
 
 def test_real_tiny_models_compose_in_real_and_dream_mode():
     """The repository's own tiny VAE + MDN-RNN (random weights) through both paths."""
-    from rl755.models.fake import mdn_rnn, vae
+    from rl755.models import catalogue
 
     spec = AgentSpec(
         ENV.name,
         "LinearController",
-        encoder_fn=vae.Vae,
-        sequential_model_fn=mdn_rnn.mdn_rnn_with_heads,
+        encoder_fn=catalogue.model_fn(ENV, "vae.Vae"),
+        sequential_model_fn=catalogue.model_fn(ENV, "mdn_rnn.mdn_rnn_with_heads"),
     )
     agent = spec.build()
     assert agent.controller.input_size == 4 + agent.sequential_model.hidden_size

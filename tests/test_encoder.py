@@ -48,9 +48,10 @@ def _train(model_dir, raw_dir, steps, **kw):
 
 
 def test_car_racing_vae_matches_the_paper():
-    from rl755.models.car_racing.vae import Vae
+    from rl755.models import catalogue
 
-    vae = Vae(representation_size=32, obs_sampled_per_rollout=100).build_for_frames()
+    vae = catalogue.build("CAR_RACING", "vae.Vae", obs_sampled_per_rollout=100).build_for_frames()
+    assert vae.representation_size == 32 and vae.obs_sampled_per_rollout == 100
     assert vae.count_params() == 4_348_547
     frames = tf.zeros((2, 96, 96, 3), tf.uint8)
     z, extras = vae.compute_full_representation(frames)
@@ -62,11 +63,11 @@ def test_car_racing_vae_matches_the_paper():
 
 
 def test_custom_training_loop_lowers_the_loss():
-    from rl755.models.fake.vae import Vae
+    from rl755.models import catalogue
 
     tf.keras.utils.set_random_seed(0)  # Keras initializers too, whatever ran before
     frames = tf.constant(np.stack([fake_rollout(s).obs_l[0] for s in range(16)]))
-    vae = Vae(representation_size=4).build_for_frames()
+    vae = catalogue.build("FAKE_PIXELS", "vae.Vae", representation_size=4).build_for_frames()
     opt = tf.keras.optimizers.Adam(3e-3)
     losses = []
     for _ in range(60):

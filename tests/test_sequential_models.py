@@ -4,20 +4,20 @@ numerics and sampling, heads and losses."""
 import numpy as np
 import pytest
 import tensorflow as tf
+from sequential_helpers import fake_model
 
 from rl755.models.common import sequential_models as sm
 from rl755.models.common.sequential import SequentialModel
 from rl755.models.common.sequential_heads import MixtureDensityHead
-from rl755.models.fake import lstm as fake_lstm
-from rl755.models.fake import mdn_rnn as fake_mdn
-from rl755.models.fake import transformer as fake_transformer
 
 Z, A = 4, 3
 
 MODELS = {
-    "transformer": lambda: fake_transformer.base_deterministic_transformer_with_heads(window=4),
-    "lstm": fake_lstm.deterministic_lstm_with_heads,
-    "mdn_rnn": fake_mdn.mdn_rnn_with_heads,
+    "transformer": lambda: fake_model("transformer.base_deterministic_transformer_with_heads")(
+        window=4
+    ),
+    "lstm": fake_model("lstm.deterministic_lstm_with_heads"),
+    "mdn_rnn": fake_model("mdn_rnn.mdn_rnn_with_heads"),
 }
 
 
@@ -92,7 +92,7 @@ def test_mdn_loss_finite_on_extreme_outputs_and_targets():
 
 
 def test_mdn_rnn_loss_and_gradients_finite_on_extreme_inputs():
-    model = fake_mdn.mdn_rnn_with_heads()
+    model = fake_model("mdn_rnn.mdn_rnn_with_heads")()
     x = tf.concat([tf.fill([2, 5, Z], 1e5), tf.fill([2, 5, A], -1e5)], axis=-1)
     batch = {
         "targets": tf.fill([2, 5, Z], -1e5),
@@ -131,7 +131,7 @@ def test_mdn_samples_match_mixture_moments(temperature):
 
 
 def test_deterministic_sample_next_and_difference_targets():
-    model = fake_lstm.deterministic_lstm_with_heads()
+    model = fake_model("lstm.deterministic_lstm_with_heads")()
     h, _ = model.step(tf.zeros([2, Z]), tf.zeros([2, A]), model.initial_state(2))
     pred = model.predict_from_hidden(h)
     nxt = model.sample_next(h, temperature=5.0)
@@ -144,14 +144,14 @@ def test_deterministic_sample_next_and_difference_targets():
     z = tf.ones([2, Z])
     np.testing.assert_allclose(model.sample_next(h, z=z)["z"], pred["z"] + 1.0, rtol=1e-6)
     # Without heads, reward and done_prob are zeros.
-    plain = fake_lstm.deterministic_lstm()
+    plain = fake_model("lstm.deterministic_lstm")()
     h, _ = plain.step(tf.zeros([2, Z]), tf.zeros([2, A]), plain.initial_state(2))
     assert not plain.has_reward_head
     np.testing.assert_array_equal(plain.sample_next(h)["done_prob"], [0.0, 0.0])
 
 
 def test_loss_is_masked_and_weighted():
-    model = fake_transformer.base_deterministic_transformer_with_heads(done_pos_weight=3.0)
+    model = fake_model("transformer.base_deterministic_transformer_with_heads")(done_pos_weight=3.0)
     x = tf.random.normal([2, 4, Z + A])
     preds = model(x)
     mask = tf.constant([[1.0, 1, 1, 0], [1, 1, 0, 0]])
@@ -169,7 +169,7 @@ def test_loss_is_masked_and_weighted():
 
 
 def test_lstm_mask_carries_state_through_padding():
-    model = fake_lstm.deterministic_lstm()
+    model = fake_model("lstm.deterministic_lstm")()
     x = tf.random.normal([1, 5, Z + A])
     mask = tf.constant([[1.0, 1.0, 1.0, 0.0, 0.0]])
     h = model.get_hidden_representation(x, mask=mask, position=-1)
@@ -177,21 +177,21 @@ def test_lstm_mask_carries_state_through_padding():
 
 
 def test_wrong_input_size_is_explained():
-    model = fake_lstm.deterministic_lstm()
+    model = fake_model("lstm.deterministic_lstm")()
     with pytest.raises(ValueError, match=r"Z=4, A=3"):
         model(tf.zeros([1, 2, Z + A + 1]))
 
 
 def test_car_racing_models_have_paper_sizes():
-    from rl755.models.car_racing import lstm, mdn_rnn, transformer
+    from rl755.models import catalogue
 
-    mdn = mdn_rnn.mdn_rnn().ensure_built()
+    mdn = catalogue.build("CAR_RACING", "mdn_rnn.mdn_rnn").ensure_built()
     assert mdn.count_params() == 422_368  # World Models MDN-RNN, Z=32, LSTM 256, 5 mixtures
     assert mdn.hidden_size == 256 and mdn.representation_size == 32 and mdn.action_size == 3
-    assert lstm.deterministic_lstm().hidden_size == 256
-    base = transformer.base_deterministic_transformer()
+    assert catalogue.build("CAR_RACING", "lstm.deterministic_lstm").hidden_size == 256
+    base = catalogue.build("CAR_RACING", "transformer.base_deterministic_transformer")
     assert base.hidden_size == 256 and base.backbone.window == 128
-    heads = transformer.base_deterministic_transformer_with_heads()
+    heads = catalogue.build("CAR_RACING", "transformer.base_deterministic_transformer_with_heads")
     assert heads.has_reward_head and heads.has_done_head
 
 

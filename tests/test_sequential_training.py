@@ -12,11 +12,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from sequential_helpers import Z, fixed_slices, write_encoded_dataset
+from sequential_helpers import Z, fake_model, fixed_slices, write_encoded_dataset
 
 from rl755.models.common import train_sequential as ts
-from rl755.models.fake import lstm as fake_lstm
-from rl755.models.fake import mdn_rnn as fake_mdn
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,7 +73,7 @@ def test_resume_restores_optimizer_state_exactly(tmp_path):
     kw = dict(dataset_fn=data, batch_size=4, learning_rate=1e-2, validation_steps=0)
     tf.keras.utils.set_random_seed(0)
     ts.train_sequential_model(
-        fake_lstm.deterministic_lstm,
+        fake_model("lstm.deterministic_lstm"),
         model_dir=str(tmp_path / "a"),
         train_steps=4,
         save_every_n_steps=4,
@@ -83,22 +81,22 @@ def test_resume_restores_optimizer_state_exactly(tmp_path):
     )
     tf.keras.utils.set_random_seed(0)
     ts.train_sequential_model(
-        fake_lstm.deterministic_lstm,
+        fake_model("lstm.deterministic_lstm"),
         model_dir=str(tmp_path / "b"),
         train_steps=2,
         save_every_n_steps=2,
         **kw,
     )
     resumed = ts.train_sequential_model(
-        fake_lstm.deterministic_lstm,
+        fake_model("lstm.deterministic_lstm"),
         model_dir=str(tmp_path / "b"),
         train_steps=4,
         save_every_n_steps=2,
         **kw,
     )
     assert resumed["start_step"] == 2
-    a = ts.load_trained_model(str(tmp_path / "a"), fake_lstm.deterministic_lstm)
-    b = ts.load_trained_model(str(tmp_path / "b"), fake_lstm.deterministic_lstm)
+    a = ts.load_trained_model(str(tmp_path / "a"), fake_model("lstm.deterministic_lstm"))
+    b = ts.load_trained_model(str(tmp_path / "b"), fake_model("lstm.deterministic_lstm"))
     for va, vb in zip(a.weights, b.weights):
         np.testing.assert_allclose(va.numpy(), vb.numpy(), rtol=1e-5, atol=1e-6)
 
@@ -112,10 +110,11 @@ def test_two_devices_give_the_same_losses_as_one(tmp_path):
         tf_setup.split_cpu_into_logical_devices(2)
         import tensorflow as tf
         from rl755.models.common import train_sequential as ts
-        from rl755.models.fake import transformer
-        from sequential_helpers import fixed_slices
+        from sequential_helpers import fake_model, fixed_slices
         out = {{}}
-        for name, fn in [("transformer", transformer.base_deterministic_transformer_with_heads)]:
+        for name, fn in [
+            ("transformer", fake_model("transformer.base_deterministic_transformer_with_heads"))
+        ]:
             for devices in (1, 2):
                 tf.keras.utils.set_random_seed(0)
                 r = ts.train_sequential_model(
@@ -189,7 +188,7 @@ def test_difference_targets_is_recorded_for_loading(encoded_dir, tmp_path):
 def test_nan_loss_stops_training_with_a_message(tmp_path):
     with pytest.raises(ts.NonFiniteLossError) as e:
         ts.train_sequential_model(
-            fake_mdn.mdn_rnn,
+            fake_model("mdn_rnn.mdn_rnn"),
             fixed_slices(poison=True),
             model_dir=str(tmp_path / "nan"),
             train_steps=5,
@@ -262,13 +261,14 @@ def test_two_srun_tasks_train_one_model_with_multi_worker_strategy(encoded_dir, 
 
 def test_saved_models_load_trained_sequential_models(tmp_path):
     from rl755.common import config
-    from rl755.models.car_racing import mdn_rnn, saved_models
+    from rl755.models import catalogue
+    from rl755.models.car_racing import saved_models
 
     with pytest.raises(FileNotFoundError, match="Train it first: python scripts/models/"):
         saved_models.mdn_rnn_vae_32ld()
     model_dir = config.env_models_dir("car_racing") / "mdn_rnn_vae_32ld"
     model_dir.mkdir(parents=True)
-    trained = mdn_rnn.mdn_rnn().ensure_built()
+    trained = catalogue.build("CAR_RACING", "mdn_rnn.mdn_rnn").ensure_built()
     trained.z_head.dense.kernel.assign(tf.ones_like(trained.z_head.dense.kernel))
     opt = keras.optimizers.Adam()
     opt.build(trained.trainable_variables)

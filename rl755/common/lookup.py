@@ -1,6 +1,7 @@
 """Strict name lookups for flags such as `--policy`, `--model`, `--rollouts_dataset`.
 
-    resolve("rl755.models.car_racing", "vae.Vae")  -> the object rl755.models.car_racing.vae.Vae
+    resolve("rl755.data_gen", "policies.UniformRandomPolicy")  -> that class
+    import_object("rl755.testing.old_api_env:OldApiDots")         -> that class (imported now)
 
 An unknown module or attribute raises `LookupError` naming the valid choices, at once,
 before any compute starts.
@@ -15,11 +16,14 @@ from typing import Any
 
 
 def _public_names(obj: Any, base_class: type | None = None) -> list[str]:
+    """Classes and functions defined in module `obj` (or re-exported in its `__all__`)."""
     names = []
+    exported = set(getattr(obj, "__all__", ()))
     for name, value in vars(obj).items():
         if name.startswith("_") or inspect.ismodule(value):
             continue
-        if getattr(value, "__module__", None) != getattr(obj, "__name__", None):
+        defined_here = getattr(value, "__module__", None) == getattr(obj, "__name__", None)
+        if not (defined_here or name in exported):
             continue
         if not (inspect.isclass(value) or inspect.isfunction(value)):
             continue
@@ -42,7 +46,7 @@ def _submodules(package: str) -> list[str]:
 def resolve(
     package: str, dotted_name: str, base_class: type | None = None, what: str = "name"
 ) -> Any:
-    """Resolves `dotted_name` under `package`, e.g. ("rl755.models.car_racing", "vae.Vae").
+    """Resolves `dotted_name` under `package`, e.g. ("rl755.data_gen", "policies.UniformRandomPolicy").
 
     The longest importable module prefix is imported, the rest is looked up as attributes.
     `base_class` only filters the suggestions listed in error messages.
@@ -87,3 +91,30 @@ def resolve(
 def list_choices(package: str, module: str, base_class: type | None = None) -> list[str]:
     """Public classes/functions of `package.module` (for help texts and errors)."""
     return _public_names(importlib.import_module(f"{package}.{module}"), base_class)
+
+
+def import_object(reference: str, what: str = "constructor") -> Any:
+    """Imports and returns the object named "package.module:Attribute" (attributes may be dotted).
+
+    Used for environment constructors and the zoo's loaders, so a module is imported only
+    when its object is used. A malformed reference, a missing module or attribute raise
+    `LookupError` saying which part is missing.
+    """
+    module_name, sep, attr = str(reference).partition(":")
+    names = [module_name, *attr.split(".")]
+    if not sep or not all(p.isidentifier() for n in names for p in n.split(".")):
+        raise LookupError(f"Invalid {what} {reference!r}: expected 'package.module:Attribute'.")
+    try:
+        obj = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and module_name.startswith(e.name):
+            raise LookupError(f"{what} {reference!r}: there is no module {e.name!r}.") from e
+        raise  # a missing dependency inside an existing module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise LookupError(
+                f"{what} {reference!r}: {module_name} has no {attr!r}; names there: "
+                + ", ".join(_public_names(importlib.import_module(module_name)))
+            )
+        obj = getattr(obj, part)
+    return obj

@@ -3,8 +3,8 @@
     spec = make_agent_spec("CAR_RACING", "LinearController", encoder="raw_rollout_vae_32ld",
                            sequential_model="mdn_rnn_32ld")
 
-`encoder` and `sequential_model` are names of no-argument functions in
-`rl755.models.<env folder>.saved_models` (trained weights loaded), or "none" (no encoder: the
+`encoder` and `sequential_model` are names of trained models in the zoo (rl755.zoo; the
+functions of `rl755.models.<env folder>.saved_models`), or "none" (no encoder: the
 controller reads the frame's pixels; no sequential model: a V-only controller on z). Training
 directories can be given instead: `encoder_dir` + `encoder_model` (e.g. "vae.Vae") +
 `representation_size`, and `sequential_model_dir` (its sequential_model.json names the model). Unknown names fail at once, listing the valid ones.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rl755.common import lookup
+from rl755 import zoo
 from rl755.controller import networks as controllers_lib
 from rl755.controller.agent import AgentSpec
 from rl755.environments import Environments
@@ -53,19 +53,16 @@ class SequentialModelFromDir:
 
 
 def saved_model_fn(environment: Environments, name: str, what: str):
-    """A no-argument constructor from rl755.models.<env>.saved_models, or None for "none"."""
+    """The zoo row `name` (a picklable no-argument loader), or None for "none".
+
+    `what` is the flag ("encoder", "sequential_model", "saved_controller"); the row must be
+    of the kind that flag takes (rl755.zoo.FLAG_KINDS)."""
     if name is None or name.strip().lower() == NONE:
         return None
-    package = environment.folder_module("models")
     try:
-        fn = lookup.resolve(package, f"saved_models.{name}", what=what)
+        return zoo.get(environment, name, kind=zoo.FLAG_KINDS[what])
     except LookupError as e:
-        raise LookupError(
-            f"{e} (--{what} takes a function name in {package}.saved_models, or 'none'.)"
-        ) from None
-    if not callable(fn):
-        raise LookupError(f"{package}.saved_models.{name} is not a function (--{what}).")
-    return fn
+        raise LookupError(f"{e} (--{what} takes one of those, or 'none'.)") from None
 
 
 def make_agent_spec(

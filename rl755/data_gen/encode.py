@@ -37,7 +37,8 @@ import time
 import numpy as np
 from absl import logging
 
-from rl755.common import config, lookup, run_record, sharded_io, tf_setup
+from rl755 import zoo
+from rl755.common import config, run_record, sharded_io, tf_setup
 from rl755.common.structs import Rollout, parse_rollout_tensors
 from rl755.environments import Environments
 
@@ -147,7 +148,7 @@ def load_encoder_for_encoding(
     checkpoint: str | None = None,
     representation_size: int | None = None,
 ) -> LoadedEncoder:
-    """Without `model_dir`: `rl755.models.<env folder>.saved_models.<model>()`.
+    """Without `model_dir`: the zoo's encoder `model` (rl755.zoo).
 
     With `model_dir` (a training run's --model_dir): `model` is the model class name (e.g.
     "vae.Vae"); `representation_size` defaults to the one in the checkpoint's .json;
@@ -160,10 +161,7 @@ def load_encoder_for_encoding(
     if model_dir is None:
         if checkpoint:
             raise ValueError("--checkpoint needs --model_dir (the training run's directory).")
-        fn = lookup.resolve(
-            env.folder_module("models"), f"saved_models.{model}", what="saved model"
-        )
-        encoder = fn()
+        encoder = zoo.get(env, model, kind=zoo.ENCODER)()
         name = model
         desc = {"saved_model": f"{env.folder_module('models')}.saved_models.{model}"}
     else:

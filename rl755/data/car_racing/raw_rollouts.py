@@ -1,20 +1,5 @@
-"""Raw rollouts of CAR_RACING as collected by scripts/data_gen/car_racing/parallel_rollout_main.py.
+"""`RawRollouts` of CAR_RACING (seed interface), made by rl755.data.registry from the environment table."""
 
-Location: `<data_dir>/car_racing/raw_rollouts/rollouts-{split}*.tfrecord-*` (see rl755.common.config).
-"""
+from rl755.data.registry import raw_rollouts_class
 
-from rl755.common import config
-from rl755.data.common.rollout_datasets import RawImageRolloutDatasetBuilder
-from rl755.environments import Environments
-
-
-class RawRollouts(RawImageRolloutDatasetBuilder):
-    """Random-policy rollouts of CAR_RACING; observations uint8 [T, *observation_shape]."""
-
-    def _environment(self):
-        return Environments.CAR_RACING
-
-    def _tfrecords_pattern(self):
-        return str(
-            config.env_data_dir("car_racing") / "raw_rollouts" / "rollouts-{split}*.tfrecord-*"
-        )
+RawRollouts = raw_rollouts_class("CAR_RACING")

@@ -1,15 +1,11 @@
 """tf.data access to sharded rollout datasets, streamed (never the whole dataset in memory).
 
 A concrete dataset names its environment and a tfrecords glob pattern with a `{split}`
-placeholder ("train" or "validation"):
+placeholder ("train" or "validation"). `RawRolloutsInDirectory` and
+`EncodedRolloutsInDirectory` read the default locations under the data dir; rl755.data.registry
+derives one class per environment and per zoo encoder from them:
 
-    class RawRollouts(RawImageRolloutDatasetBuilder):
-        def _environment(self):
-            return Environments.CAR_RACING
-
-        def _tfrecords_pattern(self):
-            return str(config.env_data_dir("car_racing") / "raw_rollouts" / "rollouts-{split}*.tfrecord-*")
-
+    RawRollouts = rl755.data.registry.raw_rollouts_class("CAR_RACING")
     ds = RawRollouts().random_rollout_observations(obs_sampled_per_rollout=100)   # uint8 [96, 96, 3]
     ds = RawRollouts().rollouts_ds("validation")     # {"observations": uint8 [T, 96, 96, 3], ...}
 
@@ -40,7 +36,7 @@ import os
 
 import tensorflow as tf
 
-from rl755.common import sharded_io
+from rl755.common import config, sharded_io
 from rl755.common.structs import decode_frames, parse_rollout_tensors
 from rl755.environments import Environments
 
@@ -336,6 +332,20 @@ def _check_positive(**values) -> None:
             raise ValueError(f"{name} must be a positive integer, got {value}.")
 
 
+class RawRolloutsInDirectory(RawImageRolloutDatasetBuilder):
+    """Raw rollouts of `ENVIRONMENT` under `<data_dir>/<env folder>/raw_rollouts/` (stage 1's
+    default output), or wherever `tfrecords_pattern=` points."""
+
+    ENVIRONMENT: Environments
+
+    def _environment(self) -> Environments:
+        return self.ENVIRONMENT
+
+    def _tfrecords_pattern(self) -> str:
+        folder = self.environment.folder_name
+        return str(config.env_data_dir(folder) / "raw_rollouts" / "rollouts-{split}*.tfrecord-*")
+
+
 class EncodedRolloutsInDirectory(EncodedRolloutDatasetBuilder):
     """Encoded rollouts under `<data_dir>/<env folder>/encoded_rollouts/<subdir>/`.
 
@@ -359,8 +369,6 @@ class EncodedRolloutsInDirectory(EncodedRolloutDatasetBuilder):
         return self.ENVIRONMENT
 
     def directory(self) -> str:
-        from rl755.common import config
-
         return str(
             config.env_data_dir(self.environment.folder_name) / "encoded_rollouts" / self.SUBDIR
         )

@@ -1,23 +1,5 @@
-"""Raw rollouts of DOOM_TAKE_COVER as collected by scripts/data_gen/car_racing/parallel_rollout_main.py
-(`--environment=DOOM_TAKE_COVER`).
+"""`RawRollouts` of DOOM_TAKE_COVER (seed interface), made by rl755.data.registry from the environment table."""
 
-Location: `<data_dir>/doom_take_cover/raw_rollouts/rollouts-{split}*.tfrecord-*` (see rl755.common.config).
-Observations are the 64x64 frames `Environments.DOOM_TAKE_COVER.make()` returns; actions are one-hot
-float32 [3] (see rl755.environments).
-"""
+from rl755.data.registry import raw_rollouts_class
 
-from rl755.common import config
-from rl755.data.common.rollout_datasets import RawImageRolloutDatasetBuilder
-from rl755.environments import Environments
-
-
-class RawRollouts(RawImageRolloutDatasetBuilder):
-    """Random-policy rollouts of DOOM_TAKE_COVER; observations uint8 [T, 64, 64, 3]."""
-
-    def _environment(self):
-        return Environments.DOOM_TAKE_COVER
-
-    def _tfrecords_pattern(self):
-        return str(
-            config.env_data_dir("doom_take_cover") / "raw_rollouts" / "rollouts-{split}*.tfrecord-*"
-        )
+RawRollouts = raw_rollouts_class("DOOM_TAKE_COVER")

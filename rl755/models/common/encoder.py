@@ -1,6 +1,6 @@
 """The observation encoder interface (stage 2).
 
-    encoder = rl755.models.car_racing.vae.Vae(representation_size=32, obs_sampled_per_rollout=100)
+    encoder = rl755.models.catalogue.build("CAR_RACING", "vae.Vae", obs_sampled_per_rollout=100)
     z, extras = encoder.compute_full_representation(frames)   # frames: uint8 [B, H, W, C]
     # z: float32 [B, Z]; extras: {"std_devs": float32 [B, Z], ...} (may be empty)
     encoder.compile(optimizer="adam", loss=encoder.get_loss_fn())

@@ -1,4 +1,4 @@
-"""Loading trained encoders: `load_encoder`, used by every `saved_models.py` and stage 3.
+"""Loading trained encoders: `load_encoder`, the zoo's encoder loader, also used by stage 3.
 
     encoder = load_encoder("CAR_RACING", "vae.Vae", model_dir, representation_size=32)
     encoder.checkpoint_path     # the weights file that was loaded
@@ -39,11 +39,12 @@ def load_encoder(
     how_to_train: str | None = None,
     **model_kwargs,
 ) -> ObservationEncoder:
-    """Builds `rl755.models.<env folder>.<model_name>(representation_size=...)` and loads weights.
+    """Builds the catalogue's `model_name` (rl755.models.catalogue) for the environment and
+    loads its weights.
 
     Args:
       environment: an `Environments` name or member.
-      model_name: dotted name under rl755.models.<env folder>, e.g. "vae.Vae".
+      model_name: an encoder name of rl755.models.catalogue, e.g. "vae.Vae".
       model_dir: the training run's --model_dir.
       representation_size: Z the weights were trained with.
       checkpoint: a weights file (absolute, or relative to model_dir); default: the newest

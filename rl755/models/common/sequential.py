@@ -3,7 +3,7 @@
 Training (full sequences, teacher forcing), with batches from
 `EncodedRolloutDatasetBuilder.get_autoregressive_slices`:
 
-    model = rl755.models.car_racing.transformer.base_deterministic_transformer()
+    model = rl755.models.catalogue.build("CAR_RACING", "transformer.base_deterministic_transformer")
     # batch["inputs"]: float32 [B, T, Z + A] = concat(z_t, a_t)
     predictions = model(batch["inputs"], mask=batch["mask"])         # dict, see below
     loss = model.get_loss_fn()(batch, predictions)                   # scalar, masked mean

@@ -4,7 +4,7 @@
                       model="vae.Vae", batch_size=100, representation_size=32,
                       save_every_n_steps=1000, obs_sampled_per_rollout=100, learning_rate=1e-4)
 
-Data: `rl755.data.<env folder>.raw_rollouts.RawRollouts` (or `rollouts_pattern=`), frames
+Data: the environment's `RawRollouts` (rl755.data.registry; or `rollouts_pattern=`), frames
 sampled with `random_rollout_observations` (uint8 [H, W, C], `obs_sampled_per_rollout` per
 rollout, parallel reads and decodes of only the sampled frames), shuffle buffer 1000, batches
 of `batch_size` (uint8 [B, H, W, C]), prefetch. Nothing loads the whole dataset.
@@ -33,10 +33,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from rl755.common import checkpoints, lookup, run_record, sharded_io, tf_setup
+from rl755.common import checkpoints, run_record, sharded_io, tf_setup
 from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
 from rl755.common.structs import Rollout
+from rl755.data import registry
 from rl755.environments import Environments
+from rl755.models import catalogue
 from rl755.models.common.encoder import ObservationEncoder
 
 SHUFFLE_BUFFER = 1000
@@ -58,16 +60,15 @@ class TrainResult:
 def make_encoder(
     environment: Environments | str, model: str, representation_size: int, **kwargs
 ) -> ObservationEncoder:
-    """Resolves `rl755.models.<env folder>.<model>` and calls it (strict lookup)."""
+    """The catalogue's encoder `model` for the environment (rl755.models.catalogue; strict)."""
     env = Environments.from_name(environment)
-    fn = lookup.resolve(
-        env.folder_module("models"), model, base_class=ObservationEncoder, what="model"
+    encoder = catalogue.build(
+        env, model, kind=catalogue.ENCODER, representation_size=representation_size, **kwargs
     )
-    encoder = fn(representation_size=representation_size, **kwargs)
     if not isinstance(encoder, ObservationEncoder):
         raise TypeError(
-            f"{env.folder_module('models')}.{model} returned {type(encoder).__name__}, "
-            "not an ObservationEncoder (rl755.models.common.encoder)."
+            f"{model} built {type(encoder).__name__}, not an ObservationEncoder "
+            "(rl755.models.common.encoder)."
         )
     if int(encoder.representation_size) != int(representation_size):
         raise ValueError(
@@ -87,10 +88,8 @@ def build_encoder(encoder: ObservationEncoder, observation_shape) -> Observation
 
 
 def raw_rollouts_builder(environment: Environments | str, rollouts_pattern: str | None = None):
-    """`rl755.data.<env folder>.raw_rollouts.RawRollouts(tfrecords_pattern=rollouts_pattern)`."""
-    env = Environments.from_name(environment)
-    cls = lookup.resolve(env.folder_module("data"), "raw_rollouts.RawRollouts", what="dataset")
-    return cls(tfrecords_pattern=rollouts_pattern)
+    """The environment's `RawRollouts(tfrecords_pattern=rollouts_pattern)` (rl755.data.registry)."""
+    return registry.raw_rollouts_class(environment)(tfrecords_pattern=rollouts_pattern)
 
 
 def check_raw_rollouts(builder, split: str, environment: Environments) -> list[str]:
@@ -304,7 +303,7 @@ def train_obs_encoder(
       model_dir: where checkpoints, PNGs, TensorBoard logs and run records go.
       train_steps: total number of batches (including those of earlier runs).
       environment: an `Environments` name, e.g. "CAR_RACING".
-      model: dotted name under `rl755.models.<env folder>`, e.g. "vae.Vae".
+      model: an encoder name of rl755.models.catalogue, e.g. "vae.Vae".
       validation_steps: batches of the validation split per save; 0 = no validation.
       rollouts_pattern: glob with "{split}" overriding RawRollouts' location.
       num_threads: TF thread pools (None: TF default).

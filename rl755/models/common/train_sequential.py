@@ -2,7 +2,7 @@
 
     from rl755.models.common import train_sequential as ts
     ts.train_sequential_model(
-        model_fn=rl755.models.fake.lstm.deterministic_lstm,            # () -> SequentialModel
+        model_fn=catalogue.model_fn("FAKE_PIXELS", "lstm.deterministic_lstm"),  # () -> model
         dataset_fn=ts.autoregressive_dataset_fn(builder, sequence_length=32),
         model_dir="/tmp/lstm", train_steps=1000, batch_size=64, learning_rate=1e-3)
 
@@ -256,11 +256,9 @@ def load_trained_model(
     sequential_model.json; `difference_targets` is restored from there too."""
     info = read_model_info(model_dir)
     if model_fn is None:
-        from rl755.common.lookup import resolve
-        from rl755.environments import Environments
+        from rl755.models import catalogue
 
-        folder = Environments.from_name(info["environment"]).folder_name
-        model_fn = resolve(f"rl755.models.{folder}", info["model"], what="model")
+        model_fn = catalogue.model_fn(info["environment"], info["model"])
     path = checkpoint_path(model_dir, step) if step is not None else latest_checkpoint(model_dir)
     if path is None or not os.path.exists(path):
         raise FileNotFoundError(f"No complete checkpoint in {model_dir} (step={step}).")
@@ -495,28 +493,21 @@ def train_from_names(
     checks that the dataset's Z and A match the model's (before any training), records the
     run in `<model_dir>/runs/` and calls `train_sequential_model`.
 
-    `model` resolves as `rl755.models.<env folder>.<model>` (a no-argument function or
-    class giving a SequentialModel), `rollouts_dataset` as
-    `rl755.data.<env folder>.encoded_rollouts.<rollouts_dataset>` (an
-    EncodedRolloutDatasetBuilder), constructed with `tfrecords_pattern=rollouts_pattern`
-    when given (a glob with "{split}")."""
+    `model` resolves through rl755.models.catalogue (sized by the environment's presets),
+    `rollouts_dataset` through rl755.data.registry (an EncodedRolloutDatasetBuilder class),
+    constructed with `tfrecords_pattern=rollouts_pattern` when given (a glob with "{split}")."""
     from rl755.common import run_record, tf_setup
-    from rl755.common.lookup import resolve
+    from rl755.data import registry
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.environments import Environments
+    from rl755.models import catalogue
 
     tf_setup.limit_threads(num_threads)
     # First: a multi-worker strategy must be created before TensorFlow initializes.
     strategy = make_strategy()
     env = Environments.from_name(environment)
-    folder = env.folder_name
-    model_fn = resolve(f"rl755.models.{folder}", model, base_class=SequentialModel, what="model")
-    dataset_cls = resolve(
-        f"rl755.data.{folder}.encoded_rollouts",
-        rollouts_dataset,
-        base_class=EncodedRolloutDatasetBuilder,
-        what="rollouts dataset",
-    )
+    model_fn = catalogue.model_fn(env, model, kind=catalogue.SEQUENTIAL)
+    dataset_cls = registry.encoded_rollouts_class(env, rollouts_dataset)
     for name, value in dict(sequence_length=sequence_length, train_steps=train_steps).items():
         if int(value) <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value}.")

@@ -1,0 +1,99 @@
+"""Dataset classes by environment and `--rollouts_dataset` name, for ANY environment.
+
+    RawRollouts = raw_rollouts_class("CAR_RACING")       # stage 1 output, stage 2 input
+    ds = RawRollouts().rollouts_ds("train")               # {"observations": uint8 [T, 96, 96, 3], ...}
+    cls = encoded_rollouts_class("CAR_RACING", "RawRolloutVae32ld")   # stage 3 output
+    ds = cls().get_autoregressive_slices(32)              # {"inputs": [32, Z + A], ...}
+
+Encoded datasets are derived from the zoo's encoder rows: `<EncoderNameInCamelCase>` reads
+`<data_dir>/<env folder>/encoded_rollouts/<encoder name>/encoded-{split}*.tfrecord-*` (where
+scripts/data_gen/encode_raw_rollouts.py --model=<encoder name> writes), with Z from the row.
+`VaeEncodedRollouts` reads `.../encoded_rollouts/vae/` (an --out_dir of your choice; Z from
+its dataset_info.json). Unknown names fail at once, listing the valid ones. The classes are
+made once per environment, so `rl755.data.<env>.raw_rollouts.RawRollouts` (the seed's
+modules, now two-line shims) is the same class.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from rl755 import zoo
+from rl755.data.common.rollout_datasets import EncodedRolloutsInDirectory, RawRolloutsInDirectory
+from rl755.environments import Environment, Environments
+
+VAE_ENCODED = "VaeEncodedRollouts"
+
+
+def raw_rollouts_class(environment: Environment | str) -> type[RawRolloutsInDirectory]:
+    """`RawRollouts` of `environment`: `RawRollouts(tfrecords_pattern=None)`."""
+    return _raw_rollouts_class(Environments.from_name(environment))
+
+
+@functools.cache
+def _raw_rollouts_class(env: Environment) -> type[RawRolloutsInDirectory]:
+    kind = "one-hot " if env.is_discrete else ""
+    doc = (
+        f"Raw rollouts of {env.name}, as scripts/data_gen/car_racing/parallel_rollout_main.py "
+        f"--environment={env.name} --out_format=tfrecord writes them:\n"
+        f"`<data_dir>/{env.folder_name}/raw_rollouts/rollouts-{{split}}*.tfrecord-*`; "
+        f"observations uint8 [T, {', '.join(map(str, env.observation_shape))}], actions "
+        f"{kind}float32 [T, {env.action_size}]."
+    )
+    return type("RawRollouts", (RawRolloutsInDirectory,), _attrs(env, doc))
+
+
+def encoded_rollouts_classes(environment: Environment | str) -> dict[str, type]:
+    """{--rollouts_dataset name: class} of `environment`."""
+    return dict(_encoded_rollouts_classes(Environments.from_name(environment)))
+
+
+@functools.cache
+def _encoded_rollouts_classes(env: Environment) -> tuple[tuple[str, type], ...]:
+    classes = [
+        (
+            VAE_ENCODED,
+            _encoded(
+                env,
+                VAE_ENCODED,
+                "vae",
+                None,
+                f"{env.name} rollouts encoded by a VAE into `<data_dir>/{env.folder_name}/"
+                "encoded_rollouts/vae/` (an --out_dir you chose); mean as observation, "
+                "posterior std devs kept; Z from the directory's dataset_info.json.",
+            ),
+        )
+    ]
+    for row in zoo.rows(env, zoo.ENCODER):
+        doc = (
+            f"{env.name} rollouts encoded by the zoo's `{row.name}` (Z = "
+            f"{row.representation_size}), in `<data_dir>/{env.folder_name}/encoded_rollouts/"
+            f"{row.name}/encoded-{{split}}*.tfrecord-*`:\n\n    "
+            f"python scripts/data_gen/encode_raw_rollouts.py --environment={env.name} "
+            f"--model={row.name} --split=train   # and --split=validation\n"
+        )
+        classes.append(
+            (row.dataset, _encoded(env, row.dataset, row.name, row.representation_size, doc))
+        )
+    return tuple(classes)
+
+
+def encoded_rollouts_class(environment: Environment | str, name: str) -> type:
+    """The `--rollouts_dataset` class `name` of `environment` (strict)."""
+    env = Environments.from_name(environment)
+    classes = encoded_rollouts_classes(env)
+    if name not in classes:
+        raise LookupError(
+            f"Unknown rollouts dataset {name!r} for {env.name}. Valid --rollouts_dataset values: "
+            f"{', '.join(classes)} (one per zoo encoder, rl755/zoo/rows.py)."
+        )
+    return classes[name]
+
+
+def _attrs(env: Environment, doc: str) -> dict:
+    return {"ENVIRONMENT": env, "__doc__": doc, "__module__": __name__}
+
+
+def _encoded(env: Environment, name: str, subdir: str, size: int | None, doc: str) -> type:
+    attrs = dict(_attrs(env, doc), SUBDIR=subdir, OUT_NAME="encoded", REPRESENTATION_SIZE=size)
+    return type(name, (EncodedRolloutsInDirectory,), attrs)

@@ -1,0 +1,224 @@
+"""The trained models rl755 knows: one `ZooModel` row each (flags exactly as they were run).
+
+Add a row after training a model worth keeping; its saved_models function, "train it first"
+message, dataset name (encoders) and README table row follow from it
+(`python scripts/dev/zoo_table.py --write` updates the README).
+"""
+
+from __future__ import annotations
+
+from rl755.zoo.entry import CONTROLLER, ENCODER, SEQUENTIAL, ZooModel
+
+_CAR_SEQ = (
+    "--rollouts_dataset=RawRolloutVae32ld --train_steps=20000 --batch_size=100 "
+    "--sequence_length=32 --learning_rate=1e-3 --save_every_n_steps=1000"
+)
+_CAR_CMA = (
+    "--cma_population_size=64 --cma_trials_per_member=16 --cma_generations=1800 "
+    "--eval_every=25 --eval_episodes=100"
+)
+_FAKE_SEQ = (
+    "--rollouts_dataset=RawRolloutVae4ld --train_steps=200 --batch_size=8 --sequence_length=8 "
+    "--save_every_n_steps=100 --sample_observations"
+)
+_DOOM_SEQ = (
+    "--rollouts_dataset=RawRolloutVae64ld --batch_size=32 --sequence_length=100 "
+    "--learning_rate=1e-3"
+)
+
+MODELS: tuple[ZooModel, ...] = (
+    # ---- CAR_RACING ----------------------------------------------------------------------------
+    ZooModel(
+        "raw_rollout_vae_32ld",
+        "CAR_RACING",
+        ENCODER,
+        "vae.Vae",
+        "--train_steps=100000 --batch_size=100 --representation_size=32 "
+        "--save_every_n_steps=5000 --obs_sampled_per_rollout=100 --learning_rate=1e-4",
+        "World Models ConvVAE, Z = 32, 4,348,547 params, with the paper's settings",
+        notes="Trained on the random-policy raw rollouts (`<data_dir>/car_racing/raw_rollouts/"
+        "rollouts-train*.tfrecord-*`, the paper's 10,000 rollouts of up to 1000 frames): "
+        "100,000 steps x 100 frames = 1 pass over 10M frames.",
+    ),
+    ZooModel(
+        "mdn_rnn_vae_32ld",
+        "CAR_RACING",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn",
+        _CAR_SEQ + " --sample_observations",
+        "World Models MDN-RNN (LSTM 256, 5 Gaussians per latent dimension, 422,368 params), "
+        "z sampled from the VAE posterior as in the paper",
+        notes="Batch 100 as in the paper; sequences of 32 steps instead of whole episodes, to "
+        "fit CPU memory.",
+    ),
+    ZooModel(
+        "mdn_rnn_with_heads_vae_32ld",
+        "CAR_RACING",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn_with_heads",
+        _CAR_SEQ + " --sample_observations",
+        "the same MDN-RNN plus reward and episode-end heads, for training controllers inside "
+        "the model",
+    ),
+    ZooModel(
+        "base_transformer_vae_32ld",
+        "CAR_RACING",
+        SEQUENTIAL,
+        "transformer.base_deterministic_transformer",
+        _CAR_SEQ + " --difference_targets",
+        "base transformer (6 layers x 256, 8 heads, window 128; 4.76M params) predicting "
+        "differences z_{t+1} - z_t",
+    ),
+    ZooModel(
+        "lstm_vae_32ld",
+        "CAR_RACING",
+        SEQUENTIAL,
+        "lstm.deterministic_lstm",
+        _CAR_SEQ,
+        "LSTM 256, regression of z_{t+1}",
+    ),
+    ZooModel(
+        "linear_controller_vae_mdn_rnn",
+        "CAR_RACING",
+        CONTROLLER,
+        None,
+        "--encoder=raw_rollout_vae_32ld --sequential_model=mdn_rnn_vae_32ld "
+        f"--controller=LinearController --mode=real {_CAR_CMA} --parallelism=64",
+        "World Models' full agent: LinearController on [z, h] ((32 + 256) x 3 + 3 = 867 "
+        "params), CMA-ES in the real environment (population 64 x 16 trials, the best member "
+        "tested every 25 generations)",
+    ),
+    ZooModel(
+        "dream_linear_controller_vae_mdn_rnn",
+        "CAR_RACING",
+        CONTROLLER,
+        None,
+        "--encoder=raw_rollout_vae_32ld --sequential_model=mdn_rnn_with_heads_vae_32ld "
+        f"--controller=LinearController --mode=dream --temperature=1.15 {_CAR_CMA} "
+        "--parallelism=8",
+        'the same controller trained inside `mdn_rnn_with_heads_vae_32ld` ("dream", '
+        "temperature 1.15 as in the paper's Doom experiment), evaluated in the real "
+        "environment every 25 generations",
+    ),
+    ZooModel(
+        "hidden_layer_controller_vae",
+        "CAR_RACING",
+        CONTROLLER,
+        None,
+        "--encoder=raw_rollout_vae_32ld --sequential_model=none "
+        f"--controller=HiddenLayerController --hidden_units=40 --mode=real {_CAR_CMA} "
+        "--parallelism=64",
+        "the paper's V-only controller: HiddenLayerController (40 hidden units, 1,443 params) "
+        "on z, no sequential model",
+    ),
+    # ---- FAKE_PIXELS (tests and smoke runs) ----------------------------------------------------
+    ZooModel(
+        "raw_rollout_vae_4ld",
+        "FAKE_PIXELS",
+        ENCODER,
+        "vae.Vae",
+        "--train_steps=300 --batch_size=32 --representation_size=4 --save_every_n_steps=100 "
+        "--obs_sampled_per_rollout=10 --learning_rate=3e-3",
+        "tiny ConvVAE, Z = 4, 14,683 params, for smoke runs",
+        notes="Trained on `<data_dir>/fake/raw_rollouts/rollouts-{train,validation}*.tfrecord-*`.",
+    ),
+    ZooModel(
+        "mdn_rnn_vae_4ld",
+        "FAKE_PIXELS",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn",
+        _FAKE_SEQ,
+        "tiny MDN-RNN (LSTM 16, 3 Gaussians), z sampled from the VAE posterior; the pipeline's "
+        "`tiny` preset trains it",
+    ),
+    ZooModel(
+        "mdn_rnn_with_heads_vae_4ld",
+        "FAKE_PIXELS",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn_with_heads",
+        _FAKE_SEQ,
+        "the tiny MDN-RNN with reward and episode-end heads, for dream training",
+    ),
+    ZooModel(
+        "linear_controller_vae",
+        "FAKE_PIXELS",
+        CONTROLLER,
+        None,
+        "--encoder=raw_rollout_vae_4ld --sequential_model=none --cma_population_size=8 "
+        "--cma_trials_per_member=2 --cma_generations=10 --rollout_max_steps=24 --eval_every=5 "
+        "--eval_episodes=8 --parallelism=0",
+        "a V-only LinearController (4 x 3 + 3 = 15 params), CMA-ES in the fake environment "
+        "(a smoke run of stage 5)",
+    ),
+    ZooModel(
+        "linear_controller_vae_mdn_rnn",
+        "FAKE_PIXELS",
+        CONTROLLER,
+        None,
+        "--encoder=raw_rollout_vae_4ld --sequential_model=mdn_rnn_vae_4ld "
+        "--cma_population_size=4 --cma_trials_per_member=1 --cma_generations=2 "
+        "--rollout_max_steps=24",
+        "LinearController on [z, h], CMA-ES in the fake environment (the pipeline's `tiny` "
+        "preset)",
+    ),
+    # ---- DOOM_TAKE_COVER (README "World Models' DoomTakeCover at small scale") -----------------
+    ZooModel(
+        "raw_rollout_vae_64ld",
+        "DOOM_TAKE_COVER",
+        ENCODER,
+        "vae.Vae",
+        "--train_steps=1500 --batch_size=64 --representation_size=64 --save_every_n_steps=250 "
+        "--learning_rate=1e-3",
+        "World Models' Doom ConvVAE, Z = 64, 4,446,915 params",
+        notes="Trained on 400 RepeatRandomPolicy raw rollouts (128k frames, "
+        "`<data_dir>/doom_take_cover/raw_rollouts/rollouts-train*.tfrecord-*`; "
+        "--obs_sampled_per_rollout at its default 100): validation loss 57.4 -> 43.1 in 1500 "
+        "steps (~96k frames seen).",
+    ),
+    ZooModel(
+        "mdn_rnn_64ld",
+        "DOOM_TAKE_COVER",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn_with_heads",
+        "--train_steps=600 " + _DOOM_SEQ,
+        "MDN-RNN (LSTM 512, 5 Gaussians per latent dimension) with reward and episode-end " "heads",
+        notes="Its done head (unweighted, presets.mdn_rnn_done_pos_weight = 1) was trained on "
+        "slices that started only where a whole slice fit and predicted 0.0004 per step "
+        "against a real hazard of 0.0038; the same command with today's sampler (slices start "
+        "anywhere; README's `mdn_rnn_64ld_sliced`) gives 0.0033. README \"World Models' "
+        'DoomTakeCover at small scale" has what dream-trained controllers do with them.',
+    ),
+    ZooModel(
+        "mdn_rnn_64ld_end_weighted",
+        "DOOM_TAKE_COVER",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn_with_heads_end_weighted",
+        "--train_steps=800 " + _DOOM_SEQ,
+        "`mdn_rnn_64ld` trained 200 more steps with episode ends weighted 50x in the loss",
+        notes="The workaround for the old slice sampler's rare episode ends: its done head "
+        "predicts 0.0066 per step on the validation rollouts (real hazard 0.0038; "
+        "`mdn_rnn_64ld`: 0.0004).",
+        resumes_from="mdn_rnn_64ld",
+    ),
+    # ---- BREAKOUT ------------------------------------------------------------------------------
+    ZooModel(
+        "raw_rollout_vae_32ld",
+        "BREAKOUT",
+        ENCODER,
+        "vae.Vae",
+        "--train_steps=3000 --batch_size=100 --representation_size=32 "
+        "--save_every_n_steps=500 --obs_sampled_per_rollout=100 --learning_rate=1e-3",
+        "ConvVAE on 64x64 frames, Z = 32",
+        notes="Trained on the RepeatRandomPolicy raw rollouts "
+        "(`<data_dir>/breakout/raw_rollouts/rollouts-train*.tfrecord-*`).",
+    ),
+    ZooModel(
+        "mdn_rnn_32ld",
+        "BREAKOUT",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn_with_heads",
+        "--rollouts_dataset=RawRolloutVae32ld --train_steps=2000 --batch_size=32 "
+        "--sequence_length=100 --learning_rate=1e-3",
+        "MDN-RNN (LSTM 256, 5 Gaussians per latent dimension) with reward and episode-end " "heads",
+    ),
+)

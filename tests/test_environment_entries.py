@@ -1,0 +1,220 @@
+"""Environment entries: the README's "Adding an environment" blocks run literally; constructor
+entries with the old gym API (adapter, seeding, time limit, lazy import); strict validation."""
+
+import dataclasses
+import os
+import pickle
+import re
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rl755.common import config, sharded_io
+from rl755.common.structs import Rollout
+from rl755.data import registry
+from rl755.environments import (
+    Environments,
+    EnvironmentSpec,
+    ModelPresets,
+    OldGymApi,
+    OneHotBox,
+)
+from rl755.environments.wrappers import to_gymnasium_space
+from rl755.models import catalogue
+from rl755.testing.old_api_env import OldApiDots, OldBox
+
+OLD_API = "rl755.testing.old_api_env:OldApiDots"
+
+
+def _readme_entry_blocks(repo_root) -> list[str]:
+    with open(os.path.join(repo_root, "README.md")) as f:
+        text = f.read()
+    section = text[text.index("## Adding an environment") :]
+    section = section[: section.index("\n## ", 3)]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    return [b for b in blocks if b.startswith("EnvironmentSpec(")]
+
+
+@pytest.fixture
+def registered():
+    """register(spec) for the test; unregistered afterwards."""
+    names = []
+
+    def register(spec):
+        names.append(spec.name)
+        return Environments.register(spec)
+
+    yield register
+    for name in names:
+        Environments.unregister(name)
+
+
+def _play(env, seed, actions):
+    obs, _ = env.reset(seed=seed)
+    frames, rewards = [obs], []
+    for a in actions:
+        obs, reward, terminated, truncated, _ = env.step(a)
+        frames.append(obs)
+        rewards.append(reward)
+        if terminated or truncated:
+            return np.stack(frames), rewards, terminated, truncated
+    return np.stack(frames), rewards, False, False
+
+
+# ---- the README, literally ---------------------------------------------------------------------
+def test_readme_entries_work_as_written(repo_root, registered):
+    blocks = _readme_entry_blocks(repo_root)
+    assert len(blocks) == 2, "README 'Adding an environment' should show two entries"
+    names = {"EnvironmentSpec": EnvironmentSpec, "ModelPresets": ModelPresets}
+    pong, dots = (registered(eval(block, names)) for block in blocks)
+    assert (pong.name, dots.name) == ("PONG", "OLD_API_DOTS")
+    assert Environments.from_name("old_api_dots") is dots
+
+    # The gymnasium entry: what make() returns is what the entry says.
+    env = pong.make()
+    try:
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == pong.observation_shape and obs.dtype == np.uint8
+        assert isinstance(env.action_space, OneHotBox) and env.action_space.shape == (6,)
+        assert env.unwrapped.get_action_meanings() == list(pong.spec.action_meanings)
+    finally:
+        env.close()
+
+    # The old-API entry, built as a Ray worker builds it: seeded, one-hot, time-limited.
+    env = pickle.loads(pickle.dumps(dots.make_fn()))()
+    assert isinstance(env.action_space, OneHotBox) and env.action_space.shape == (3,)
+    assert env.observation_space.shape == dots.observation_shape
+    noop = [dots.from_env_action(0)] * 100  # the dot never moves: the episode is cut at 40
+    frames, rewards, terminated, truncated = _play(env, 5, noop)
+    assert frames.shape == (41, 16, 16, 3) and frames.dtype == np.uint8
+    assert truncated and not terminated and rewards == [0.0] * 40
+    moves = [dots.from_env_action(i) for i in np.random.default_rng(0).integers(0, 3, 100)]
+    a, b, c = _play(env, 7, moves), _play(env, 7, moves), _play(env, 8, moves)
+    np.testing.assert_array_equal(a[0], b[0])  # same seed, same actions: same episode
+    assert a[1] == b[1]
+    assert not np.array_equal(a[0][0], c[0][0])  # another seed: another start
+    env.close()
+
+    # Models and datasets need no file: every catalogue model builds from the presets ...
+    for env_member in (pong, dots):
+        p = env_member.presets
+        for name in catalogue.names():
+            model = catalogue.build(env_member, name)
+            assert model.representation_size == p.representation_size, name
+            if catalogue.kind_of(name) == catalogue.SEQUENTIAL:
+                assert model.action_size == env_member.action_size, name
+    vae = catalogue.build(dots, "vae.Vae").build_for_frames()
+    z, extras = vae.compute_full_representation(frames[:4])
+    assert z.shape == (4, 8) and extras["std_devs"].shape == (4, 8)
+    assert vae.decode(z).shape == (4, 16, 16, 3)
+
+    # ... and its RawRollouts read rollouts where stage 1 writes them.
+    rollout = Rollout(
+        obs_l=list(a[0][:-1]),
+        action_l=moves[: len(a[1])],
+        reward_l=a[1],
+        done=bool(a[2]),
+    )
+    out = config.env_data_dir(dots.folder_name) / "raw_rollouts"
+    out.mkdir(parents=True)
+    shard = str(out / sharded_io.shard_name("rollouts-train", 0, 1))
+    sharded_io.write_tfrecord(shard, [rollout.serialize()], "GZIP")
+    read = list(registry.raw_rollouts_class(dots)().rollouts_ds("train").as_numpy_iterator())
+    assert len(read) == 1
+    np.testing.assert_array_equal(read[0]["observations"], np.stack(rollout.obs_l))
+    np.testing.assert_array_equal(read[0]["actions"], np.stack(rollout.action_l))
+
+
+# ---- the old gym API adapter -------------------------------------------------------------------
+def test_old_gym_api_adapter_converts_spaces_steps_and_seeding():
+    env = OldGymApi(OldApiDots(size=8, max_steps=3, plain_spaces=True))
+    assert env.observation_space == gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    assert env.action_space == gym.spaces.Discrete(3)
+    first, info = env.reset(seed=11)
+    assert info == {} and first.shape == (8, 8, 3)
+    again, _ = env.reset(seed=11)  # reset(seed=) seeds the old object through seed()
+    np.testing.assert_array_equal(first, again)
+    results = [env.step(0) for _ in range(3)]
+    assert all(len(r) == 5 for r in results)
+    obs, reward, terminated, truncated, info = results[-1]
+    assert truncated and not terminated and "TimeLimit.truncated" not in info
+    assert not any(r[2] or r[3] for r in results[:-1])
+    # Old-style space objects (attributes only) and unreadable ones.
+    old = OldApiDots(size=8)
+    assert OldGymApi(old).observation_space == gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    box = to_gymnasium_space(OldBox(-1.0, [1.0, 2.0], (2,), np.float32), "action_space")
+    np.testing.assert_array_equal(box.high, [1.0, 2.0])
+    assert (box.low == -1.0).all() and box.dtype == np.float32
+    with pytest.raises(TypeError, match="Cannot read action_space"):
+        to_gymnasium_space(object(), "action_space")
+
+
+def test_a_constructor_is_imported_only_when_made(registered):
+    sys.modules.pop("rl755.testing.old_api_env", None)
+    spec = EnvironmentSpec(
+        name="LAZY_DOTS", constructor=OLD_API, observation_shape=(16, 16, 3), num_discrete_actions=3
+    )
+    member = registered(spec)
+    catalogue.build(member, "mdn_rnn.mdn_rnn")  # models and datasets do not import it either
+    registry.raw_rollouts_class(member)
+    assert "rl755.testing.old_api_env" not in sys.modules
+    member.make().close()
+    assert "rl755.testing.old_api_env" in sys.modules
+
+
+def test_runtime_entries_pickle_into_a_process_that_does_not_know_them(registered):
+    spec = EnvironmentSpec(
+        name="SHIPPED_DOTS",
+        constructor=OLD_API,
+        observation_shape=(16, 16, 3),
+        num_discrete_actions=3,
+    )
+    data = pickle.dumps(registered(spec).make_fn())
+    Environments.unregister("SHIPPED_DOTS")  # as in a fresh Ray worker
+    env = pickle.loads(data)()  # registers the pickled entry again
+    assert Environments.from_name("SHIPPED_DOTS").spec == spec
+    assert env.reset(seed=0)[0].shape == (16, 16, 3)
+
+
+# ---- entries are checked --------------------------------------------------------------------------
+def test_entries_derive_defaults_and_reject_mistakes(registered):
+    spec = EnvironmentSpec(
+        name="DOTS", constructor=OLD_API, observation_shape=[16, 16, 3], num_discrete_actions=3
+    )
+    assert spec.folder_name == "dots" and spec.action_shape == (3,)
+    assert spec.action_low == (0.0,) * 3 and spec.action_high == (1.0,) * 3
+    assert spec.observation_shape == (16, 16, 3) and spec.presets == ModelPresets()
+    box = EnvironmentSpec(
+        name="BOX",
+        open_ai_name="x",
+        observation_shape=(4,),
+        action_low=(-1, -1),
+        action_high=(1, 1),
+    )
+    assert box.action_shape == (2,)
+    with pytest.raises(ValueError, match="exactly one of open_ai_name"):
+        EnvironmentSpec(name="BOTH", open_ai_name="x", constructor=OLD_API, observation_shape=(1,))
+    with pytest.raises(ValueError, match="exactly one of open_ai_name"):
+        EnvironmentSpec(name="NEITHER", observation_shape=(1,), num_discrete_actions=2)
+    with pytest.raises(ValueError, match="upper-case"):
+        EnvironmentSpec(name="dots", constructor=OLD_API, observation_shape=(1,))
+    with pytest.raises(ValueError, match="num_discrete_actions, or action_low"):
+        EnvironmentSpec(name="NO_ACTIONS", constructor=OLD_API, observation_shape=(1,))
+    with pytest.raises(ValueError, match="already registered differently"):
+        Environments.register(
+            dataclasses.replace(Environments.CAR_RACING.spec, max_episode_steps=5)
+        )
+    with pytest.raises(ValueError, match="cannot be removed"):
+        Environments.unregister("CAR_RACING")
+    missing_module = registered(dataclasses.replace(spec, name="NO_MODULE", constructor="nope.x:Y"))
+    with pytest.raises(LookupError, match="no module 'nope'"):
+        missing_module.make()
+    missing_class = registered(
+        dataclasses.replace(spec, name="NO_CLASS", constructor="rl755.testing.old_api_env:Nope")
+    )
+    with pytest.raises(LookupError, match="OldApiDots"):
+        missing_class.make()
+    with pytest.raises(ValueError, match="Valid --environment values: CAR_RACING"):
+        Environments.from_name("NOPE")
