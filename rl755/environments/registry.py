@@ -15,9 +15,14 @@ from collections.abc import Callable, Iterator
 import gymnasium as gym
 import numpy as np
 
-from rl755.environments.spec import EnvironmentSpec, ModelPresets
+from rl755.environments.spec import EnvironmentSpec
 from rl755.environments.table import ENVIRONMENTS
 from rl755.environments.wrappers import FrameObservation, OneHotActions, make_from_constructor
+
+
+def _from_spec(field: str, doc: str | None = None) -> property:
+    """A read-only property returning `spec.<field>` (the spec itself for "")."""
+    return property(lambda self: getattr(self.spec, field) if field else self.spec, doc=doc)
 
 
 class Environment:
@@ -36,30 +41,14 @@ class Environment:
         return _member, (self.name, self.spec)
 
     # ---- facts ---------------------------------------------------------------------------------
-    @property
-    def value(self) -> EnvironmentSpec:
-        """The spec (enum-style alias of `spec`)."""
-        return self.spec
-
-    @property
-    def presets(self) -> ModelPresets:
-        return self.spec.presets
-
-    @property
-    def open_ai_name(self) -> str | None:
-        return self.spec.open_ai_name
-
-    @property
-    def folder_name(self) -> str:
-        return self.spec.folder_name
-
-    @property
-    def observation_shape(self) -> tuple[int, ...]:
-        return self.spec.observation_shape
-
-    @property
-    def action_shape(self) -> tuple[int, ...]:
-        return self.spec.action_shape
+    value = _from_spec("", "The spec (enum-style alias of `spec`).")
+    presets = _from_spec("presets", "Model sizes (ModelPresets) for rl755.models.catalogue.")
+    open_ai_name = _from_spec("open_ai_name")
+    folder_name = _from_spec("folder_name")
+    observation_shape = _from_spec("observation_shape")
+    action_shape = _from_spec("action_shape")
+    max_episode_steps = _from_spec("max_episode_steps")
+    num_discrete_actions = _from_spec("num_discrete_actions")
 
     @property
     def action_low(self) -> np.ndarray | None:
@@ -74,14 +63,6 @@ class Environment:
     @property
     def is_discrete(self) -> bool:
         return self.spec.num_discrete_actions is not None
-
-    @property
-    def max_episode_steps(self) -> int | None:
-        return self.spec.max_episode_steps
-
-    @property
-    def num_discrete_actions(self) -> int | None:
-        return self.spec.num_discrete_actions
 
     @property
     def action_size(self) -> int:

@@ -13,15 +13,15 @@ import tempfile
 from rl755.environments.spec import EnvironmentSpec, ModelPresets, TransformerSize
 
 _TOY_TRANSFORMER = TransformerSize(num_layers=2, model_dim=16, num_heads=2, window=8)
+# action = [steering in [-1, 1], gas in [0, 1], brake in [0, 1]]
+_STEERING_GAS_BRAKE = dict(action_low=(-1.0, 0.0, 0.0), action_high=(1.0, 1.0, 1.0))
 
 ENVIRONMENTS: tuple[EnvironmentSpec, ...] = (
     EnvironmentSpec(
         name="CAR_RACING",
         open_ai_name="CarRacing-v3",
         observation_shape=(96, 96, 3),
-        # action = [steering in [-1, 1], gas in [0, 1], brake in [0, 1]]
-        action_low=(-1.0, 0.0, 0.0),
-        action_high=(1.0, 1.0, 1.0),
+        **_STEERING_GAS_BRAKE,
         max_episode_steps=1000,
         description="Box2D top-down racing; 96x96 RGB frames; 1000-step episodes.",
         # The VAE keeps rows 0:84 (the indicator bar goes) and resizes them to 64x64.
@@ -32,9 +32,7 @@ ENVIRONMENTS: tuple[EnvironmentSpec, ...] = (
         open_ai_name="rl755/FakePixels-v0",
         folder_name="fake",
         observation_shape=(16, 16, 3),
-        # Same action layout as CarRacing: [steering, gas, brake].
-        action_low=(-1.0, 0.0, 0.0),
-        action_high=(1.0, 1.0, 1.0),
+        **_STEERING_GAS_BRAKE,  # CarRacing's action layout
         max_episode_steps=24,
         register_module="rl755.testing.fake_env",
         description="Tiny deterministic pixel env for tests and smoke runs (16x16, 24 steps).",

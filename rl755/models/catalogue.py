@@ -52,26 +52,26 @@ from rl755.environments import Environment, Environments
 ENCODER = "encoder"
 SEQUENTIAL = "sequential"
 _TRANSFORMER_PRESETS = ("tiny", "small", "base")
+#: ModelPresets fields that are ConvVae arguments of the same name.
+_VAE_PRESETS = (
+    "representation_size",
+    "crop_rows",
+    "image_size",
+    "encoder_filters",
+    "encoder_kernel",
+    "decoder_dense_size",
+    "decoder_filters",
+    "decoder_kernels",
+    "kl_tolerance",
+)
 
 
 def _vae(env: Environment, kwargs: dict):
     from rl755.models.common.conv_vae import ConvVae
 
-    p = env.presets
     obs_sampled_per_rollout = kwargs.pop("obs_sampled_per_rollout", None)
-    args = dict(
-        frame_shape=env.observation_shape,
-        representation_size=p.representation_size,
-        crop_rows=p.crop_rows,
-        image_size=p.image_size,
-        encoder_filters=p.encoder_filters,
-        encoder_kernel=p.encoder_kernel,
-        decoder_dense_size=p.decoder_dense_size,
-        decoder_filters=p.decoder_filters,
-        decoder_kernels=p.decoder_kernels,
-        kl_tolerance=p.kl_tolerance,
-    )
-    vae = ConvVae(**{**args, **kwargs})
+    args = {name: getattr(env.presets, name) for name in _VAE_PRESETS}
+    vae = ConvVae(frame_shape=env.observation_shape, **{**args, **kwargs})
     vae.obs_sampled_per_rollout = obs_sampled_per_rollout
     return vae
 

@@ -218,14 +218,9 @@ def deterministic_transformer(
     backbone = CausalTransformer(
         num_layers, model_dim, num_heads, window, intermediate_dim, dropout, name="transformer"
     )
-    return HeadedSequentialModel(
-        backbone,
-        DeterministicHead(representation_size, name="z_head"),
-        representation_size,
-        action_size,
-        name=name,
-        **head_kwargs,
-    )
+    z_head = DeterministicHead(representation_size, name="z_head")
+    sizes = (representation_size, action_size)
+    return HeadedSequentialModel(backbone, z_head, *sizes, name=name, **head_kwargs)
 
 
 def deterministic_lstm(
@@ -236,14 +231,10 @@ def deterministic_lstm(
     **head_kwargs,
 ) -> HeadedSequentialModel:
     """LSTM predicting z_{t+1} by regression."""
-    return HeadedSequentialModel(
-        LstmBackbone(units, name="lstm_backbone"),
-        DeterministicHead(representation_size, name="z_head"),
-        representation_size,
-        action_size,
-        name=name,
-        **head_kwargs,
-    )
+    backbone = LstmBackbone(units, name="lstm_backbone")
+    z_head = DeterministicHead(representation_size, name="z_head")
+    sizes = (representation_size, action_size)
+    return HeadedSequentialModel(backbone, z_head, *sizes, name=name, **head_kwargs)
 
 
 def mdn_rnn(
@@ -256,11 +247,7 @@ def mdn_rnn(
     **head_kwargs,
 ) -> HeadedSequentialModel:
     """World Models MDN-RNN: LSTM + a `num_components` Gaussian mixture per latent dim."""
-    return HeadedSequentialModel(
-        LstmBackbone(units, name="lstm_backbone"),
-        MixtureDensityHead(representation_size, num_components, min_scale, name="mdn_head"),
-        representation_size,
-        action_size,
-        name=name,
-        **head_kwargs,
-    )
+    backbone = LstmBackbone(units, name="lstm_backbone")
+    z_head = MixtureDensityHead(representation_size, num_components, min_scale, name="mdn_head")
+    sizes = (representation_size, action_size)
+    return HeadedSequentialModel(backbone, z_head, *sizes, name=name, **head_kwargs)
