@@ -4,7 +4,7 @@
 
 Synthetic in-memory slices (Z=32, A=3) so the data pipeline is not what is measured. For
 each model, two numbers side by side in one process: the full trainer
-(`train_sequential_model`: MirroredStrategy, masked global loss, per-step NaN check) and a
+(`sequential_loop.fit_sequential_model`: MirroredStrategy, masked global loss, per-step NaN check) and a
 bare compiled Adam step on the same model and batch (the reference: what the model alone
 costs). Medians of per-step wall times after warm-up; the ratio is the trainer's overhead.
 """
@@ -71,7 +71,7 @@ def main(argv):
     import tensorflow as tf
 
     from rl755.models import catalogue
-    from rl755.models.common import train_sequential as ts
+    from rl755.models.common import sequential_loop
 
     b, length, z, a = FLAGS.batch_size, FLAGS.sequence_length, 32, 3
     rng = np.random.default_rng(0)
@@ -94,7 +94,7 @@ def main(argv):
     for name in FLAGS.models:
         model_fn = catalogue.model_fn("CAR_RACING", name)
         with tempfile.TemporaryDirectory() as d:
-            r = ts.train_sequential_model(
+            r = sequential_loop.fit_sequential_model(
                 model_fn,
                 dataset_fn,
                 model_dir=d,

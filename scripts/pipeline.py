@@ -6,7 +6,7 @@
 
 Rerunning with the same --out_dir resumes (finished stages skip their work). Ends with a
 table (stage, wall time, outputs) and the controller's real score beside the random
-policy's on the same seeds; pictures go to <out_dir>/pictures. See rl755/pipeline.py.
+policy's on the same seeds; pictures go to <out_dir>/pictures. See rl755/pipeline/.
 """
 
 from absl import app, flags

@@ -7,7 +7,7 @@ import pytest
 
 from rl755.common.errors import WorkerFailure
 from rl755.controller.agent import AgentSpec
-from rl755.controller.cma_train import CmaConfig, PoolConfig, train_controller
+from rl755.controller.cma_train import CmaConfig, PoolConfig, run_cma_es
 from rl755.controller.real_eval import RealEvaluator
 from rl755.environments import Environments
 from rl755.testing import faulty_env
@@ -60,10 +60,10 @@ def test_cma_generation_survives_a_worker_killed_mid_generation(pool, tmp_path):
     pids = pool.worker_pids()
     failures = pool.failures_total
     faulty_env.arm(pool.control_dir, "crash")  # SIGKILL of a worker during generation 1
-    on_ray = train_controller(SPEC, str(tmp_path / "ray"), cfg, real_evaluator=pool)
+    on_ray = run_cma_es(SPEC, str(tmp_path / "ray"), cfg, real_evaluator=pool)
     assert faulty_env.claimed_pids(pool.control_dir, "crash")[0] in pids
     assert pool.failures_total == failures + 1
-    local = train_controller(SPEC, str(tmp_path / "local"), cfg, PoolConfig(parallelism=0))
+    local = run_cma_es(SPEC, str(tmp_path / "local"), cfg, PoolConfig(parallelism=0))
     assert on_ray["generation"] == 2
     assert [h["mean"] for h in on_ray["history"]] == pytest.approx(
         [h["mean"] for h in local["history"]], abs=1e-5

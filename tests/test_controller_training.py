@@ -6,10 +6,11 @@ import os
 import numpy as np
 import pytest
 
+from rl755.common import tensorboard
 from rl755.controller import saved
 from rl755.controller.agent import AgentSpec
-from rl755.controller.cma_train import CmaConfig, PoolConfig, train_controller
-from rl755.controller.evaluate import evaluate_controller, run_evaluate_controller
+from rl755.controller.cma_train import CmaConfig, PoolConfig, run_cma_es
+from rl755.controller.evaluate import evaluate_controller, score_controller
 from rl755.environments import Environments
 from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder
 
@@ -48,14 +49,14 @@ def test_cma_improves_a_controller(tmp_path):
     small generations suffice; the composed z + h path trains in the tests below."""
     spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
     cfg = small(sigma=1.0, seed=0, eval_every=6, eval_episodes=8)
-    out = train_controller(spec, str(tmp_path / "c"), cfg)
+    out = run_cma_es(spec, str(tmp_path / "c"), cfg)
     means = [h["mean"] for h in out["history"]]
     assert np.mean(means[-3:]) > means[0] + 2.0, means
     # The zero controller (no steering) on the same evaluation seeds, for reference.
-    zero = evaluate_controller(
+    zero = score_controller(
         np.zeros(9), spec, num_episodes=8, seed=0, out_dir=str(tmp_path / "zero")
     )
-    from rl755.controller.cma_train import eval_seeds
+    from rl755.controller.cma_config import eval_seeds
     from rl755.controller.real_eval import RealEvaluator
 
     seeds = eval_seeds(cfg.seed, cfg.eval_episodes)
@@ -63,7 +64,9 @@ def test_cma_improves_a_controller(tmp_path):
     assert out["evals"][-1]["mean"] > np.mean(base) + 4.0, (out["evals"], base, zero["mean"])
     d = tmp_path / "c"
     for name in (
-        "checkpoint.pkl",
+        "model-006.json",
+        "model-006.cma.pkl",
+        "model-006.params.npz",
         "controller.json",
         "controller_params.npy",
         "learning_curve.png",
@@ -74,33 +77,20 @@ def test_cma_improves_a_controller(tmp_path):
     trained = saved.load_trained_controller(str(d))
     assert trained.meta["score_source"] == "real_evaluation"
     assert trained.params.shape == (trained.controller.num_params,) == (9,)
-    tags = _tensorboard_tags(d / "tensorboard")
-    assert {
-        "fitness/mean",
-        "fitness/best",
-        "fitness/worst",
-        "perf/env_steps_per_s",
-        "eval/real_mean",
-    } <= tags
-
-
-def _tensorboard_tags(logdir):
-    import tensorflow as tf
-
-    tags = set()
-    for f in os.listdir(logdir):
-        for event in tf.compat.v1.train.summary_iterator(str(logdir / f)):
-            tags |= {v.tag for v in event.summary.value}
-    return tags
+    assert not (d / "model-004.json").exists()  # only the newest checkpoints are kept
+    assert {"fitness/mean", "fitness/best", "fitness/worst", "perf/env_steps_per_second"} <= set(
+        tensorboard.read_dir(d / "tensorboard" / "train")
+    )
+    assert "eval/real_mean" in tensorboard.read_dir(d / "tensorboard" / "validation")
 
 
 def test_rerun_resumes_generation_count_and_cma_state_exactly(tmp_path):
-    whole = train_controller(exact_spec(), str(tmp_path / "whole"), small(generations=4))
-    first = train_controller(exact_spec(), str(tmp_path / "split"), small(generations=2))
+    whole = run_cma_es(exact_spec(), str(tmp_path / "whole"), small(generations=4))
+    first = run_cma_es(exact_spec(), str(tmp_path / "split"), small(generations=2))
     assert first["generation"] == 2
-    again = train_controller(exact_spec(), str(tmp_path / "split"), small(generations=2))
+    again = run_cma_es(exact_spec(), str(tmp_path / "split"), small(generations=2))
     assert again["generation"] == 2 and len(again["history"]) == 2  # nothing redone
-    resumed = train_controller(exact_spec(), str(tmp_path / "split"), small(generations=4))
+    resumed = run_cma_es(exact_spec(), str(tmp_path / "split"), small(generations=4))
     assert resumed["generation"] == 4
     assert [h["generation"] for h in resumed["history"]] == [1, 2, 3, 4]
     assert [h["mean"] for h in resumed["history"]] == [h["mean"] for h in whole["history"]]
@@ -109,10 +99,17 @@ def test_rerun_resumes_generation_count_and_cma_state_exactly(tmp_path):
     assert resumed["es"].countiter == whole["es"].countiter == 4
 
 
+def test_old_format_checkpoint_is_not_resumed(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "checkpoint.pkl").write_bytes(b"old")
+    with pytest.raises(ValueError, match="old format.*another --model_dir"):
+        run_cma_es(exact_spec(), str(tmp_path / "c"), small(generations=1))
+
+
 def test_resume_with_another_controller_fails_naming_both_sizes(tmp_path):
-    train_controller(exact_spec(), str(tmp_path / "c"), small(generations=1))
+    run_cma_es(exact_spec(), str(tmp_path / "c"), small(generations=1))
     with pytest.raises(ValueError, match="LinearController with 21 .* HiddenLayerController with"):
-        train_controller(
+        run_cma_es(
             exact_spec("HiddenLayerController", controller_kwargs=(("hidden_units", 2),)),
             str(tmp_path / "c"),
             small(generations=2),
@@ -120,7 +117,7 @@ def test_resume_with_another_controller_fails_naming_both_sizes(tmp_path):
 
 
 def test_dream_mode_trains_inside_the_model_and_logs_the_gap(tmp_path):
-    out = train_controller(
+    out = run_cma_es(
         exact_spec(),
         str(tmp_path / "d"),
         small(mode="dream", generations=4, eval_every=2, eval_episodes=4, dream_initial_states=8),
@@ -129,24 +126,27 @@ def test_dream_mode_trains_inside_the_model_and_logs_the_gap(tmp_path):
     assert out["history"][-1]["mean"] > out["history"][0]["mean"]
     meta = json.loads((tmp_path / "d" / "controller.json").read_text())
     assert meta["mode"] == "dream" and meta["temperature"] == 1.0  # what dream_gap.py reads
-    tags = _tensorboard_tags(tmp_path / "d" / "tensorboard")
-    assert {"perf/dream_steps_per_s", "eval/dream_to_real_gap", "eval/real_mean"} <= tags
+    tb = tmp_path / "d" / "tensorboard"
+    assert "perf/dream_steps_per_second" in tensorboard.read_dir(tb / "train")
+    assert {"eval/dream_to_real_gap", "eval/real_mean"} <= set(
+        tensorboard.read_dir(tb / "validation")
+    )
 
 
 def test_dream_mode_needs_a_sequential_model(tmp_path):
     spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
     with pytest.raises(ValueError, match="dream needs an --encoder and a --sequential_model"):
-        train_controller(spec, str(tmp_path / "x"), small(mode="dream"))
+        run_cma_es(spec, str(tmp_path / "x"), small(mode="dream"))
     with pytest.raises(ValueError, match="mode"):
-        train_controller(spec, str(tmp_path / "x"), small(mode="imagined"))
+        run_cma_es(spec, str(tmp_path / "x"), small(mode="imagined"))
 
 
-def test_evaluate_controller_writes_json_and_gif(tmp_path):
+def test_score_controller_writes_json_and_gif(tmp_path):
     spec = exact_spec()
     params = np.zeros(21)
     params[0] = -4.0  # steer against x - centre... x_hat's weight on steering
     params[18] = 2.0  # bias: steer right from x = 0 ... together: steer towards 0.5
-    res = evaluate_controller(
+    res = score_controller(
         params, spec, num_episodes=5, seed=7, out_dir=str(tmp_path / "e"), compare_random=True
     )
     data = json.loads((tmp_path / "e" / "evaluation.json").read_text())
@@ -162,10 +162,10 @@ def test_evaluate_controller_writes_json_and_gif(tmp_path):
 
 def test_evaluate_script_library_on_a_pixel_controller(tmp_path):
     """--encoder=none --sequential_model=none (controller on pixels) through the same code the
-    scripts run: train 1 generation, then run_evaluate_controller from the saved files."""
-    from rl755.controller.cma_train import run_train_controller
+    scripts run: train 1 generation, then evaluate_controller from the saved files."""
+    from rl755.controller.cma_train import train_controller
 
-    run_train_controller(
+    train_controller(
         environment="FAKE_PIXELS",
         model_dir=str(tmp_path / "c"),
         cma_config=small(generations=1, population_size=4, trials_per_member=1),
@@ -173,7 +173,7 @@ def test_evaluate_script_library_on_a_pixel_controller(tmp_path):
         run_flags={"x": 1},
     )
     assert os.listdir(tmp_path / "c" / "runs")
-    res = run_evaluate_controller(
+    res = evaluate_controller(
         controller_dir=str(tmp_path / "c"), environment="FAKE_PIXELS", num_episodes=2, seed=0
     )
     assert res["encoder"] == "none" and len(res["returns"]) == 2
@@ -181,7 +181,7 @@ def test_evaluate_script_library_on_a_pixel_controller(tmp_path):
     assert (tmp_path / "c" / "evaluation" / "episode.gif").exists()
     assert (tmp_path / "c" / "evaluation" / "evaluation.json").exists()
     with pytest.raises(ValueError, match="FAKE_PIXELS, not CAR_RACING"):
-        run_evaluate_controller(
+        evaluate_controller(
             controller_dir=str(tmp_path / "c"),
             environment="CAR_RACING",
             num_episodes=1,
@@ -192,20 +192,20 @@ def test_evaluate_script_library_on_a_pixel_controller(tmp_path):
 
 def test_registered_controllers_load_by_name(tmp_path):
     from rl755.common import config
-    from rl755.controller.cma_train import run_train_controller
+    from rl755.controller.cma_train import train_controller
     from rl755.models.fake import saved_models
 
     with pytest.raises(FileNotFoundError, match="train_controller.py --environment=FAKE_PIXELS"):
         saved_models.linear_controller_vae()
     model_dir = str(config.env_models_dir("fake") / "linear_controller_vae")
-    run_train_controller(
+    train_controller(
         environment="FAKE_PIXELS",
         model_dir=model_dir,
         cma_config=small(generations=1, population_size=4, trials_per_member=1),
         pool=PoolConfig(parallelism=0),
     )
     assert saved_models.linear_controller_vae().params.shape == (768 * 3 + 3,)
-    res = run_evaluate_controller(
+    res = evaluate_controller(
         saved_controller="linear_controller_vae",
         environment="FAKE_PIXELS",
         num_episodes=1,
@@ -214,7 +214,7 @@ def test_registered_controllers_load_by_name(tmp_path):
     )
     assert res["controller_dir"] == model_dir
     with pytest.raises(LookupError, match="linear_controller_vae"):
-        run_evaluate_controller(
+        evaluate_controller(
             saved_controller="nope",
             environment="FAKE_PIXELS",
             num_episodes=1,
@@ -224,12 +224,12 @@ def test_registered_controllers_load_by_name(tmp_path):
 
 
 def test_large_controllers_use_diagonal_cma(tmp_path, monkeypatch):
-    from rl755.controller import cma_train
+    from rl755.controller import cma_state
 
-    monkeypatch.setattr(cma_train, "FULL_COVARIANCE_MAX_PARAMS", 20)
-    out = train_controller(exact_spec(), str(tmp_path / "c"), small(generations=1))
+    monkeypatch.setattr(cma_state, "FULL_COVARIANCE_MAX_PARAMS", 20)
+    out = run_cma_es(exact_spec(), str(tmp_path / "c"), small(generations=1))
     assert out["es"].opts["CMA_diagonal"] is True  # 21 parameters > 20
-    small_out = train_controller(
+    small_out = run_cma_es(
         AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder),
         str(tmp_path / "v"),
         small(generations=1),
@@ -238,12 +238,12 @@ def test_large_controllers_use_diagonal_cma(tmp_path, monkeypatch):
 
 
 def test_dream_gap_of_an_exact_model_is_small_and_scores_the_controller(tmp_path):
-    from rl755.controller.dream_gap import dream_gap, format_table
+    from rl755.controller.dream_gap import format_table, measure_dream_gap
 
     spec = exact_spec()
     agent = spec.build()
     params = np.random.default_rng(0).normal(0, 0.5, agent.num_params)
-    gap = dream_gap(spec, params, temperature=1.0, num_episodes=12, seed=5)
+    gap = measure_dream_gap(spec, params, temperature=1.0, num_episodes=12, seed=5)
     names = set(gap["policies"])
     # FAKE_PIXELS is continuous: center, each dimension's two ends, random, the controller.
     assert names == {"random", "constant:center", "controller"} | {
@@ -284,11 +284,11 @@ def test_dream_gap_script_fails_fast_on_bad_input(tmp_path):
 def test_collect_rollouts_with_a_trained_controller(tmp_path):
     """--policy=controller: stage 1 with a trained controller, exploring, into TFRecords."""
     from rl755.common.errors import BadInput
-    from rl755.controller.cma_train import run_train_controller
+    from rl755.controller.cma_train import train_controller
     from rl755.data_gen import collect
 
     ctrl = str(tmp_path / "c")
-    run_train_controller(
+    train_controller(
         environment="FAKE_PIXELS",
         model_dir=ctrl,
         cma_config=small(generations=1, population_size=4, trials_per_member=1),

@@ -12,12 +12,10 @@ import tensorflow as tf
 from encoder_helpers import fake_rollout, pattern, save_untrained_vae, write_raw_rollouts
 
 from rl755.common import checkpoints, sharded_io
+from rl755.common.errors import NonFiniteLossError
+from rl755.models.common.encoder_callbacks import StopOnNonFiniteLoss
 from rl755.models.common.saved_encoders import load_encoder
-from rl755.models.common.train_encoder import (
-    NonFiniteLossError,
-    _StopOnNonFiniteLoss,
-    train_obs_encoder,
-)
+from rl755.models.common.train_encoder import train_obs_encoder
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +89,8 @@ def test_training_saves_resumes_and_stops_when_done(tmp_path, raw_dir):
         assert (model_dir / f"model-{n:03d}.reconstructions.png").exists()
         info = json.loads((model_dir / f"model-{n:03d}.json").read_text())
         assert info["step"] == 20 * n and info["representation_size"] == 4
-    assert os.listdir(model_dir / "logs") and os.listdir(model_dir / "runs")
+    assert os.listdir(model_dir / "tensorboard" / "train") and os.listdir(model_dir / "runs")
+    assert os.listdir(model_dir / "tensorboard" / "validation")
     assert not [f for f in os.listdir(model_dir) if ".tmp-" in f]
 
     # A rerun with more steps resumes: checkpoint 3 at step 50 (a 10-step remainder), and the
@@ -137,7 +136,7 @@ def test_training_fails_fast_on_bad_input(tmp_path, raw_dir):
 def test_non_finite_loss_stops_with_a_clear_message(tmp_path):
     vae = save_untrained_vae(tmp_path / "m")
     vae.compile(optimizer="adam", loss=vae.get_loss_fn())
-    cb = _StopOnNonFiniteLoss(str(tmp_path / "m"), check_every=2)
+    cb = StopOnNonFiniteLoss(str(tmp_path / "m"), check_every=2)
     cb.set_model(vae)
     cb.on_train_batch_end(1, {"loss": 1.0})
     cb.on_train_batch_end(2, {"loss": float("nan")})  # not a checking step

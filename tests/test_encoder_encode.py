@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 from encoder_helpers import pattern, save_untrained_vae, write_raw_rollouts
 
-from rl755.common import config, sharded_io
+from rl755.common import config, devices, sharded_io
 from rl755.common.structs import Rollout
-from rl755.data_gen import encode
+from rl755.data_gen import encode, encode_instances, encode_shards
 
 SAVED = "raw_rollout_vae_4ld"
 
@@ -146,26 +146,28 @@ def test_partition_functions_cover_all_files():
                 got = [
                     f
                     for o in range(n_outer)
-                    for group in encode.sub_shard_files(
-                        encode.outer_shard_files(files, n_outer, o), n_sub
+                    for group in encode_shards.sub_shard_files(
+                        encode_shards.outer_shard_files(files, n_outer, o), n_sub
                     )
                     for f in group
                 ]
                 assert got == files
-                sizes = [len(encode.outer_shard_files(files, n_outer, o)) for o in range(n_outer)]
+                sizes = [
+                    len(encode_shards.outer_shard_files(files, n_outer, o)) for o in range(n_outer)
+                ]
                 assert max(sizes) - min(sizes) <= 1
 
 
 def test_slurm_array_position_and_gpus():
     env = {"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "4", "SLURM_ARRAY_TASK_COUNT": "3"}
-    assert encode.slurm_array_position(env) == (1, 3)
-    assert encode.slurm_array_position({}) == (0, 1)
+    assert encode_instances.slurm_array_position(env) == (1, 3)
+    assert encode_instances.slurm_array_position({}) == (0, 1)
     env.update(SLURM_ARRAY_TASK_MAX="8")  # --array=4-8:2
     with pytest.raises(ValueError, match="contiguous"):
-        encode.slurm_array_position(env)
-    assert encode.visible_gpu_count({"CUDA_VISIBLE_DEVICES": "2,3"}) == 2
-    assert encode.visible_gpu_count({"CUDA_VISIBLE_DEVICES": ""}) == 0
-    assert encode.visible_gpu_count({}) == 0
+        encode_instances.slurm_array_position(env)
+    assert devices.visible_gpu_count({"CUDA_VISIBLE_DEVICES": "2,3"}) == 2
+    assert devices.visible_gpu_count({"CUDA_VISIBLE_DEVICES": ""}) == 0
+    assert devices.visible_gpu_count({}) == 0
 
 
 def _stub_python(tmp_path, exit_code=0):
@@ -186,7 +188,9 @@ def test_runner_job_array_covers_every_outer_shard(tmp_path):
             "SLURM_ARRAY_TASK_COUNT": "3",
             "CUDA_VISIBLE_DEVICES": "0,1",
         }
-        ran = encode.run_instances(flags, str(tmp_path / "out"), python=python, environ=environ)
+        ran = encode_instances.run_instances(
+            flags, str(tmp_path / "out"), python=python, environ=environ
+        )
         assert ran == [2 * task, 2 * task + 1]
     calls = (tmp_path / "calls.txt").read_text().splitlines()
     args = [dict(a.lstrip("-").split("=", 1) for a in c.split()[1:]) for c in calls]
@@ -198,7 +202,7 @@ def test_runner_job_array_covers_every_outer_shard(tmp_path):
     (tmp_path / "f").mkdir()
     failing = _stub_python(tmp_path / "f", exit_code=3)
     with pytest.raises(RuntimeError, match=r"(?s)2 of 2 encoding instances failed.*exited 3"):
-        encode.run_instances(
+        encode_instances.run_instances(
             flags, str(tmp_path / "out"), instances_per_job=2, python=failing, environ={}
         )
 
@@ -216,7 +220,7 @@ def test_runner_runs_a_real_instance_on_cpu(tmp_path, raw, saved_vae):
         "rollouts_pattern": pattern(raw_dir),
     }
     environ = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    ran = encode.run_instances(flags, str(out), job_index=1, num_jobs=2, environ=environ)
+    ran = encode_instances.run_instances(flags, str(out), job_index=1, num_jobs=2, environ=environ)
     assert ran == [1]
     assert len(os.listdir(out / "logs")) == 1
     encode.encode_raw_rollouts(

@@ -45,18 +45,19 @@ def _check_chain(preset_name, out_dir, monkeypatch):
     assert frames.shape == env.observation_shape and frames.dtype == np.uint8
     # Stage 2 -> 3: the registry loads the trained encoder.
     encoder = resolve(models, f"saved_models.{preset.encoder_name}")()
-    assert encoder.representation_size == preset.representation_size
+    z = preset.train_encoder["representation_size"]
+    assert encoder.representation_size == z
     # Stage 3 -> 4: the encoded dataset matches the encoder.
     encoded = resolve(data, f"encoded_rollouts.{preset.encoded_dataset}")()
-    assert encoded.representation_size() == preset.representation_size
+    assert encoded.representation_size() == z
     rollout = next(encoded.rollouts_ds(shuffle_files=False).as_numpy_iterator())
-    assert rollout["observations"].shape[1:] == (preset.representation_size,)
+    assert rollout["observations"].shape[1:] == (z,)
     # Stage 4 -> 5: the registry loads the trained sequential model with fitting sizes.
     seq = resolve(models, f"saved_models.{preset.sequential_name}")()
-    assert seq.representation_size == preset.representation_size
+    assert seq.representation_size == z
     # Stage 5 -> evaluation: scores of the controller and of the random policy.
     evaluation = json.loads((out_dir / "evaluation" / "evaluation.json").read_text())
-    assert len(evaluation["returns"]) == preset.final_episodes
+    assert len(evaluation["returns"]) == preset.evaluate["num_episodes"]
     assert "random_policy" in evaluation
     summary = json.loads((out_dir / "pipeline_summary.json").read_text())
     assert [r["stage"] for r in summary["stages"]][:7] == [
@@ -108,17 +109,38 @@ def test_presets_resolve_and_bad_names_fail_fast():
         pipeline.get_preset("huge")
     import dataclasses
 
-    bad = dataclasses.replace(pipeline.PRESETS["tiny"], sequential_model="mdn_rnn.nope")
+    tiny = pipeline.PRESETS["tiny"]
+    bad = dataclasses.replace(
+        tiny, train_sequential={**tiny.train_sequential, "model": "mdn_rnn.x"}
+    )
     with pytest.raises(LookupError, match="mdn_rnn_with_heads"):
         pipeline.check_preset(bad)
+    # The flags that connect the stages are the pipeline's, not a preset's.
+    wired = dataclasses.replace(tiny, train_encoder={**tiny.train_encoder, "model_dir": "/x"})
+    with pytest.raises(ValueError, match="set by the pipeline"):
+        pipeline.check_preset(wired)
 
 
 def test_world_models_preset_carries_the_paper_settings():
     p = pipeline.PRESETS["world_models"]
-    assert (p.num_rollouts, p.population, p.trials, p.representation_size) == (10000, 64, 16, 32)
-    stages = pipeline.build_stages(p, "/tmp/unused")
-    collect = stages[0]
-    assert collect.array is not None and collect.array.split == ("num_rollouts",)
+    stages = {s.name: s for s in pipeline.build_stages(p, "/tmp/unused")}
+    assert stages["collect"].flags["num_rollouts"] == 10000
+    controller = stages["train_controller"].flags
+    assert (controller["cma_population_size"], controller["cma_trials_per_member"]) == (64, 16)
+    assert stages["train_encoder"].flags["representation_size"] == 32
+    assert stages["collect"].array is not None and stages["collect"].array.split == (
+        "num_rollouts",
+    )
+
+
+def test_every_preset_gives_each_stage_script_flags_it_accepts():
+    """The presets use the scripts' own flag names: absl parses them (nothing runs)."""
+    from rl755.slurm.launcher import ArraySpec, check_stage, expand_instances
+
+    for preset in pipeline.PRESETS.values():
+        for stage in pipeline.build_stages(preset, "/tmp/unused", threads=1):
+            first_task = expand_instances(stage.flags, stage.array or ArraySpec())[0][0]
+            check_stage(stage.script, first_task)
 
 
 def test_summary_table_lists_stages_and_scores():

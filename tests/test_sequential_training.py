@@ -14,6 +14,9 @@ import pytest
 import tensorflow as tf
 from sequential_helpers import Z, fake_model, fixed_slices, write_encoded_dataset
 
+from rl755.common import checkpoints
+from rl755.common.errors import NonFiniteLossError
+from rl755.models.common import sequential_loop as loop
 from rl755.models.common import train_sequential as ts
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -36,10 +39,14 @@ def _train(model_dir, steps, **kw):
         learning_rate=1e-3,
         save_every_n_steps=2,
         validation_steps=1,
-        flags={"test": True},
+        run_flags={"test": True},
     )
     args.update(kw)
-    return ts.train_from_names(**args)
+    return ts.train_sequential_model(**args)
+
+
+def _steps(model_dir):
+    return [c.step for c in checkpoints.list_complete_checkpoints(str(model_dir))]
 
 
 def test_train_checkpoints_tensorboard_record_and_resume(encoded_dir, tmp_path):
@@ -47,9 +54,9 @@ def test_train_checkpoints_tensorboard_record_and_resume(encoded_dir, tmp_path):
     first = _train(model_dir, 2)
     assert first["start_step"] == 0 and first["step"] == 2 and len(first["train_losses"]) == 2
     assert set(first["validation"]) == {"loss", "z", "reward", "done"}
-    assert os.path.basename(first["checkpoint"]) == "model-002.weights.h5"
-    assert glob.glob(str(model_dir / "train" / "events.*"))
-    assert glob.glob(str(model_dir / "validation" / "events.*"))
+    assert os.path.basename(first["checkpoint"]) == "model-001.weights.h5"
+    assert glob.glob(str(model_dir / "tensorboard" / "train" / "events.*"))
+    assert glob.glob(str(model_dir / "tensorboard" / "validation" / "events.*"))
     records = glob.glob(str(model_dir / "runs" / "*.json"))
     assert records and json.load(open(records[0]))["status"] == "completed"
     info = ts.read_model_info(str(model_dir))
@@ -57,7 +64,7 @@ def test_train_checkpoints_tensorboard_record_and_resume(encoded_dir, tmp_path):
     # Rerun with more steps: resumes at step 2, ends at 4.
     second = _train(model_dir, 4)
     assert second["start_step"] == 2 and second["step"] == 4 and len(second["train_losses"]) == 2
-    assert [s for s, _ in ts.list_checkpoints(str(model_dir))] == [2, 4]
+    assert _steps(model_dir) == [2, 4]
     assert not [f for f in os.listdir(model_dir) if ".tmp" in f]
     # Rerun with the same steps: nothing to do.
     assert _train(model_dir, 4)["train_losses"] == []
@@ -72,7 +79,7 @@ def test_resume_restores_optimizer_state_exactly(tmp_path):
     data = fixed_slices(n=4, length=5)
     kw = dict(dataset_fn=data, batch_size=4, learning_rate=1e-2, validation_steps=0)
     tf.keras.utils.set_random_seed(0)
-    ts.train_sequential_model(
+    loop.fit_sequential_model(
         fake_model("lstm.deterministic_lstm"),
         model_dir=str(tmp_path / "a"),
         train_steps=4,
@@ -80,14 +87,14 @@ def test_resume_restores_optimizer_state_exactly(tmp_path):
         **kw,
     )
     tf.keras.utils.set_random_seed(0)
-    ts.train_sequential_model(
+    loop.fit_sequential_model(
         fake_model("lstm.deterministic_lstm"),
         model_dir=str(tmp_path / "b"),
         train_steps=2,
         save_every_n_steps=2,
         **kw,
     )
-    resumed = ts.train_sequential_model(
+    resumed = loop.fit_sequential_model(
         fake_model("lstm.deterministic_lstm"),
         model_dir=str(tmp_path / "b"),
         train_steps=4,
@@ -109,20 +116,21 @@ def test_two_devices_give_the_same_losses_as_one(tmp_path):
         from rl755.common import tf_setup
         tf_setup.split_cpu_into_logical_devices(2)
         import tensorflow as tf
-        from rl755.models.common import train_sequential as ts
+        from rl755.common import devices
+        from rl755.models.common import sequential_loop as loop
         from sequential_helpers import fake_model, fixed_slices
         out = {{}}
         for name, fn in [
             ("transformer", fake_model("transformer.base_deterministic_transformer_with_heads"))
         ]:
-            for devices in (1, 2):
+            for n in (1, 2):
                 tf.keras.utils.set_random_seed(0)
-                r = ts.train_sequential_model(
-                    fn, fixed_slices(n=8, length=6), model_dir=f"{tmp_path}/{{name}}{{devices}}",
+                r = loop.fit_sequential_model(
+                    fn, fixed_slices(n=8, length=6), model_dir=f"{tmp_path}/{{name}}{{n}}",
                     train_steps=3, batch_size=4, learning_rate=1e-2, save_every_n_steps=3,
-                    validation_steps=0, strategy=ts.cpu_strategy(devices))
-                assert r["replicas"] == devices
-                out[f"{{name}}{{devices}}"] = r["train_losses"]
+                    validation_steps=0, strategy=devices.cpu_strategy(n))
+                assert r["replicas"] == n
+                out[f"{{name}}{{n}}"] = r["train_losses"]
         print("RESULT" + json.dumps(out))
         """)
     proc = subprocess.run(
@@ -146,7 +154,7 @@ def test_difference_targets_and_sample_observations_reach_the_batches(encoded_di
 
     def first(**kw):
         tf.random.set_seed(0)
-        fn = ts.autoregressive_dataset_fn(builder, 6, shuffle_buffer=1, **kw)
+        fn = loop.autoregressive_dataset_fn(builder, 6, shuffle_buffer=1, **kw)
         return next(iter(fn("train").batch(64).take(1)))
 
     plain = first()
@@ -186,8 +194,8 @@ def test_difference_targets_is_recorded_for_loading(encoded_dir, tmp_path):
 
 
 def test_nan_loss_stops_training_with_a_message(tmp_path):
-    with pytest.raises(ts.NonFiniteLossError) as e:
-        ts.train_sequential_model(
+    with pytest.raises(NonFiniteLossError) as e:
+        loop.fit_sequential_model(
             fake_model("mdn_rnn.mdn_rnn"),
             fixed_slices(poison=True),
             model_dir=str(tmp_path / "nan"),
@@ -198,7 +206,7 @@ def test_nan_loss_stops_training_with_a_message(tmp_path):
         )
     msg = str(e.value)
     assert "step 1" in msg and "loss term(s) z" in msg and "--check_numerics" in msg
-    assert ts.list_checkpoints(str(tmp_path / "nan")) == []
+    assert _steps(tmp_path / "nan") == []
 
 
 def test_mismatched_sizes_and_unknown_names_fail_before_training(encoded_dir, tmp_path):
@@ -255,7 +263,7 @@ def test_two_srun_tasks_train_one_model_with_multi_worker_strategy(encoded_dir, 
         if "step 2/2  loss" in line
     ]
     assert len(losses) == 2 and losses[0] == losses[1]
-    assert [s for s, _ in ts.list_checkpoints(str(model_dir))] == [2]
+    assert _steps(model_dir) == [2]
     assert len(glob.glob(str(model_dir / "runs" / "*.json"))) == 2
 
 
@@ -272,9 +280,31 @@ def test_saved_models_load_trained_sequential_models(tmp_path):
     trained.z_head.dense.kernel.assign(tf.ones_like(trained.z_head.dense.kernel))
     opt = keras.optimizers.Adam()
     opt.build(trained.trainable_variables)
-    ts._write_model_info(str(model_dir), {"difference_targets": True})
-    ts._save_checkpoint(trained, opt, str(model_dir), 7)
+    info = {"environment": "CAR_RACING", "model": "mdn_rnn.mdn_rnn", "difference_targets": True}
+    checkpoints.save_checkpoint(str(model_dir), 1, trained, dict(info, step=7), optimizer=opt)
     loaded = saved_models.mdn_rnn_vae_32ld()
     assert loaded.difference_targets
     for a, b in zip(trained.weights, loaded.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_old_format_model_dirs_load_but_do_not_resume(tmp_path):
+    """sequential_model.json + model-<step>.weights.h5 + .optimizer.npz (before the common
+    checkpoint format): load_trained_model reads them; training into them is refused."""
+    model_dir = tmp_path / "old"
+    model_dir.mkdir()
+    trained = fake_model("lstm.deterministic_lstm")().ensure_built()
+    trained.save_weights(str(model_dir / "model-007.weights.h5"))
+    np.savez(model_dir / "model-007.optimizer.npz", step=np.int64(7))
+    (model_dir / "model-009.weights.h5").write_bytes(b"")  # no optimizer file: incomplete
+    info = {"environment": "FAKE_PIXELS", "model": "lstm.deterministic_lstm"}
+    (model_dir / "sequential_model.json").write_text(json.dumps(info))
+    loaded = ts.load_trained_model(str(model_dir))
+    for a, b in zip(trained.weights, loaded.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert ts.read_model_info(str(model_dir))["step"] == 7
+    with pytest.raises(ValueError, match="old format.*another --model_dir"):
+        loop.fit_sequential_model(
+            fake_model("lstm.deterministic_lstm"), fixed_slices(), model_dir=str(model_dir),
+            train_steps=9, batch_size=2, learning_rate=1e-3, validation_steps=0,
+        )  # fmt: skip

@@ -1,4 +1,5 @@
-"""rl755.slurm.status without SLURM: records, submissions, TensorBoard scalars, table."""
+"""rl755.slurm.status (and job_state) without SLURM: records, submissions, TensorBoard
+scalars (rl755.common.tensorboard), table."""
 
 import json
 import os
@@ -6,8 +7,8 @@ import socket
 
 import tensorflow as tf
 
-from rl755.common import run_record
-from rl755.slurm import status
+from rl755.common import run_record, tensorboard
+from rl755.slurm import job_state, status
 
 
 def _write_scalars(logdir, values, v1=False):
@@ -86,7 +87,7 @@ def test_parse_scontrol_array_tasks():
         "ExitCode=0:0 Command=/x y\n"
         "JobId=13 JobName=train JobState=PENDING Reason=Dependency ExitCode=0:0\n"
     )
-    a, b = status.parse_scontrol(text)
+    a, b = job_state.parse_scontrol(text)
     assert (a.job_id, a.array_job_id, a.array_task_id, a.state) == ("12", "10", "2", "RUNNING")
     assert (b.job_id, b.array_job_id, b.state, b.reason) == ("13", None, "PENDING", "Dependency")
 
@@ -95,10 +96,10 @@ def test_truncated_event_file_is_read_up_to_the_tail(tmp_path):
     _write_scalars(str(tmp_path), [1.0, 2.0], v1=True)  # the last record: step 1's scalar
     (path,) = [os.path.join(tmp_path, f) for f in os.listdir(tmp_path)]
     data = open(path, "rb").read()
-    assert status.last_scalars(path) == {"reward": (1, 2.0)}
+    assert tensorboard.last_scalars(path) == {"reward": (1, 2.0)}
     with open(path, "wb") as f:
         f.write(data[:-7])  # a writer still busy with its last record
-    assert status.last_scalars(path) == {"reward": (0, 1.0)}
+    assert tensorboard.last_scalars(path) == {"reward": (0, 1.0)}
 
 
 def test_requeued_job_slurm_state_applies_to_its_latest_run_only(tmp_path, monkeypatch):
@@ -110,7 +111,7 @@ def test_requeued_job_slurm_state_applies_to_its_latest_run_only(tmp_path, monke
     second.data.update(status="completed", start_time="2026-01-01T00:05:00+00:00")
     second.path = second.path.replace(".json", "-b.json")
     second.write()
-    job = status.SlurmJob("77", "collect", "COMPLETED", "None", "0:0")
+    job = job_state.SlurmJob("77", "collect", "COMPLETED", "None", "0:0")
     monkeypatch.setattr(status, "query_slurm", lambda ids: {"77": job})
     rows = status.collect_status(str(tmp_path), with_metrics=False)
     assert [(r.state, r.state_source) for r in rows] == [
@@ -128,12 +129,12 @@ def test_query_slurm_falls_back_to_sacct_for_forgotten_jobs(monkeypatch):
             return "JobId=5 JobName=a JobState=RUNNING Reason=None ExitCode=0:0\n"
         return "7|7|train|CANCELLED by 0|0:15\n8|3_1|collect|COMPLETED|0:0\n"
 
-    monkeypatch.setattr(status, "_run", fake_run)
-    jobs = status.query_slurm(["5", "7", "8"])
+    monkeypatch.setattr(job_state, "_run", fake_run)
+    jobs = job_state.query_slurm(["5", "7", "8"])
     assert calls == ["scontrol", "sacct"]
     assert jobs["5"].state == "RUNNING" and jobs["5"].source == "scontrol"
     assert (jobs["7"].state, jobs["7"].source) == ("CANCELLED", "sacct")
     assert jobs["8"].state == jobs["3_1"].state == "COMPLETED"
     # without accounting sacct prints nothing: the ids stay unknown
-    monkeypatch.setattr(status, "_run", lambda argv: "" if argv[0] == "scontrol" else None)
-    assert status.query_slurm(["9"]) == {}
+    monkeypatch.setattr(job_state, "_run", lambda argv: "" if argv[0] == "scontrol" else None)
+    assert job_state.query_slurm(["9"]) == {}

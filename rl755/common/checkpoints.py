@@ -1,71 +1,104 @@
-"""Encoder checkpoints in a model directory, written so a reader never sees half of one.
+"""Checkpoints of every trainer, written so a reader never sees half of one.
 
-A checkpoint `N` of a model directory is two files:
+Checkpoint `N` of a model directory is a marker `model-NNN.json` plus the files it lists:
 
-    model-003.weights.h5       `model.save_weights`: the model's weights and, for a compiled
-                               model, its optimizer's variables (step counter, Adam moments)
-                               under the file's "optimizer" group, so a resume is exact
-    model-003.json             {"checkpoint_number", "step", "model", "environment",
-                                "representation_size", "files", losses...}
+    model-003.json             {"checkpoint_number", "step", "files": {role: file name}, ...}
+    model-003.weights.h5       role "weights": `model.save_weights` (a compiled Keras model
+                               includes its optimizer's variables: step counter, Adam moments)
+    model-003.optimizer.npz    role "optimizer": the variables of an optimizer that is not
+                               part of the model (custom training loops), see `save_checkpoint`
+    model-003.cma.pkl, ...     any other role a trainer needs (`write_checkpoint`), e.g. the
+                               CMA-ES state of rl755.controller.cma_train
 
-Each file is written under a temporary name and renamed into place; the `.json` is renamed
-last, so a checkpoint is *complete* exactly when its `.json` and the files it lists exist.
-To restore the optimizer too, compile the model and `optimizer.build(model.trainable_variables)`
-before loading; an uncompiled model (inference) loads the same file and ignores that part.
-Weights copied by hand without the `.json` can still be loaded by naming the file.
+Each file is written under a temporary name and renamed into place; the marker is renamed
+last, so a checkpoint is *complete* exactly when its marker and every file it lists exist.
+Readers only ever see complete checkpoints (`list_complete_checkpoints`); a killed writer
+leaves at most files without a marker, which are ignored (and overwritten by the next save
+of that number). `N` counts the saves (1, 2, ...); the marker's "step" says how far the
+trainer was (training steps, or CMA-ES generations).
+
+The trainers: rl755.models.common.train_encoder (weights incl. optimizer),
+rl755.models.common.sequential_loop (weights + optimizer), rl755.controller.cma_state (the
+CMA-ES state). Resuming from the newest complete checkpoint is exact for all three.
 
     ckpt = newest_complete_checkpoint(model_dir)   # Checkpoint or None
     load_weights_checked(model, ckpt.weights_path) # clear error on a size/architecture mismatch
+
+To restore a compiled model's optimizer too, `optimizer.build(model.trainable_variables)`
+before loading; an uncompiled model (inference) loads the same file and ignores that part.
+Weights copied by hand without the marker can still be loaded by naming the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import json
 import os
 import re
+from collections.abc import Callable, Mapping
 
 from rl755.common import sharded_io
 
-_JSON_RE = re.compile(r"^model-(\d+)\.json$")
+_MARKER_RE = re.compile(r"^model-(\d+)\.json$")
 _WEIGHTS_RE = re.compile(r"^model-(\d+)\.weights\.h5$")
 
 
+def file_name(number: int, suffix: str) -> str:
+    """`model-NNN<suffix>`, e.g. file_name(3, ".weights.h5") == "model-003.weights.h5"."""
+    return f"model-{number:03d}{suffix}"
+
+
 def weights_name(number: int) -> str:
-    return f"model-{number:03d}.weights.h5"
+    return file_name(number, ".weights.h5")
+
+
+def marker_name(number: int) -> str:
+    return file_name(number, ".json")
 
 
 @dataclasses.dataclass
 class Checkpoint:
-    """One complete checkpoint (see the module docstring)."""
+    """One complete checkpoint: its number, its files {role: absolute path}, its marker."""
 
     number: int
-    weights_path: str
+    files: dict[str, str]
     info: dict
 
     @property
     def step(self) -> int:
         return int(self.info.get("step", 0))
 
+    @property
+    def weights_path(self) -> str | None:
+        return self.files.get("weights")
+
+    def path(self, role: str) -> str:
+        if role not in self.files:
+            raise KeyError(
+                f"Checkpoint {self.number} has no {role!r} file; it has {sorted(self.files)}."
+            )
+        return self.files[role]
+
 
 def list_complete_checkpoints(model_dir: str) -> list[Checkpoint]:
-    """Complete checkpoints of `model_dir`, oldest first (temporary files are ignored)."""
+    """Complete checkpoints of `model_dir`, oldest first (partial ones are ignored)."""
     out = []
-    for path in glob.glob(os.path.join(str(model_dir), "model-*.json")):
-        m = _JSON_RE.match(os.path.basename(path))
+    for marker in glob.glob(os.path.join(str(model_dir), "model-*.json")):
+        m = _MARKER_RE.match(os.path.basename(marker))
         if not m:
             continue
         try:
-            with open(path) as f:
+            with open(marker) as f:
                 info = json.load(f)
         except (OSError, json.JSONDecodeError):
             continue
-        files = info.get("files", {})
-        weights = os.path.join(str(model_dir), files.get("weights", weights_name(int(m.group(1)))))
-        if not os.path.exists(weights):
+        if not isinstance(info, dict) or not isinstance(info.get("files"), dict):
             continue
-        out.append(Checkpoint(int(m.group(1)), weights, info))
+        files = {role: os.path.join(str(model_dir), name) for role, name in info["files"].items()}
+        if files and all(os.path.exists(p) for p in files.values()):
+            out.append(Checkpoint(int(m.group(1)), files, info))
     return sorted(out, key=lambda c: c.number)
 
 
@@ -76,9 +109,9 @@ def newest_complete_checkpoint(model_dir: str) -> Checkpoint | None:
 
 def newest_weights_file(model_dir: str) -> str | None:
     """The newest complete checkpoint's weights, else the highest-numbered weights file."""
-    ckpt = newest_complete_checkpoint(model_dir)
-    if ckpt is not None:
-        return ckpt.weights_path
+    for ckpt in reversed(list_complete_checkpoints(model_dir)):
+        if ckpt.weights_path:
+            return ckpt.weights_path
     numbered = []
     for path in glob.glob(os.path.join(str(model_dir), "model-*.weights.h5")):
         m = _WEIGHTS_RE.match(os.path.basename(path))
@@ -87,23 +120,109 @@ def newest_weights_file(model_dir: str) -> str | None:
     return max(numbered)[1] if numbered else None
 
 
-def save_checkpoint(model_dir: str, number: int, model, info: dict | None = None) -> Checkpoint:
-    """Writes checkpoint `number` (weights with optimizer state, then the `.json`), atomically."""
-    os.makedirs(str(model_dir), exist_ok=True)
-    weights_path = os.path.join(str(model_dir), weights_name(number))
-    tmp = sharded_io.tmp_path_for(weights_path, ".weights.h5")
-    try:
-        model.save_weights(tmp)
-        os.replace(tmp, weights_path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    full_info = dict(info or {})
-    full_info.update(checkpoint_number=number, files={"weights": os.path.basename(weights_path)})
-    with sharded_io.atomic_output(os.path.join(str(model_dir), f"model-{number:03d}.json")) as t:
+Writer = Callable[[str], None]  # writes one file at the path it is given
+
+
+def write_checkpoint(
+    model_dir: str, number: int, files: Mapping[str, tuple[str, Writer]], info: dict | None = None
+) -> Checkpoint:
+    """Writes checkpoint `number`: each file, then the marker listing them, all atomically.
+
+    Args:
+      files: {role: (suffix, write)}; `write(path)` writes the file (the path ends with the
+        suffix, for libraries that check extensions); it lands at `model-NNN<suffix>`.
+      info: goes into the marker (JSON-serializable; a "step" key is read by `Checkpoint`).
+    """
+    model_dir = str(model_dir)
+    os.makedirs(model_dir, exist_ok=True)
+    names = {}
+    for role, (suffix, write) in files.items():
+        final = os.path.join(model_dir, file_name(number, suffix))
+        tmp = sharded_io.tmp_path_for(final, suffix)
+        try:
+            write(tmp)
+            os.replace(tmp, final)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+        names[role] = os.path.basename(final)
+    marker = dict(info or {})
+    marker.update(checkpoint_number=int(number), files=names)
+    with sharded_io.atomic_output(os.path.join(model_dir, marker_name(number))) as t:
         with open(t, "w") as f:
-            json.dump(full_info, f, indent=2, sort_keys=True, default=str)
-    return Checkpoint(number, weights_path, full_info)
+            json.dump(marker, f, indent=2, sort_keys=True, default=str)
+    return Checkpoint(
+        int(number), {r: os.path.join(model_dir, n) for r, n in names.items()}, marker
+    )
+
+
+def remove_older_checkpoints(model_dir: str, keep: int) -> list[int]:
+    """Deletes all but the newest `keep` complete checkpoints (marker first); returns numbers."""
+    if keep < 1:
+        raise ValueError(f"keep must be >= 1, got {keep}.")
+    removed = []
+    for ckpt in list_complete_checkpoints(model_dir)[:-keep]:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(str(model_dir), marker_name(ckpt.number)))
+        for path in ckpt.files.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+        removed.append(ckpt.number)
+    return removed
+
+
+# ---- Keras models -----------------------------------------------------------------------------
+def save_checkpoint(
+    model_dir: str, number: int, model, info: dict | None = None, optimizer=None
+) -> Checkpoint:
+    """Checkpoint `number` of a Keras model: its weights, and `optimizer`'s variables when the
+    optimizer is not the compiled model's own (restore them with `restore_optimizer`)."""
+    import numpy as np
+
+    files: dict[str, tuple[str, Writer]] = {"weights": (".weights.h5", model.save_weights)}
+    if optimizer is not None:
+
+        def write_optimizer(path: str) -> None:
+            values = {f"v{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(optimizer.variables)}
+            with open(path, "wb") as f:
+                np.savez(f, **values)
+
+        files["optimizer"] = (".optimizer.npz", write_optimizer)
+    return write_checkpoint(model_dir, number, files, info)
+
+
+def restore_optimizer(optimizer, ckpt: Checkpoint) -> None:
+    """Assigns the optimizer variables saved with `save_checkpoint(..., optimizer=)`.
+
+    The optimizer must be built (`optimizer.build(model.trainable_variables)`)."""
+    import numpy as np
+
+    path = ckpt.path("optimizer")
+    with np.load(path) as data:
+        values = [data[k] for k in sorted(k for k in data.files if k.startswith("v"))]
+    if len(values) != len(optimizer.variables):
+        raise ValueError(
+            f"{path} holds {len(values)} optimizer variables, the optimizer has "
+            f"{len(optimizer.variables)}: was it written for another model?"
+        )
+    for var, value in zip(optimizer.variables, values):
+        var.assign(value)
+
+
+def check_same_run(ckpt: Checkpoint | None, info: Mapping, keys, model_dir: str) -> None:
+    """Fails when the newest checkpoint was made with other `keys` values than `info`'s
+    (resuming must train the same thing)."""
+    if ckpt is None:
+        return
+    diff = {k: (ckpt.info[k], info[k]) for k in keys if k in ckpt.info and k in info}
+    diff = {k: v for k, v in diff.items() if v[0] != v[1]}
+    if diff:
+        details = ", ".join(f"{k}={old!r} (now {new!r})" for k, (old, new) in diff.items())
+        raise ValueError(
+            f"{model_dir} holds a checkpoint made with different settings: {details} "
+            f"({marker_name(ckpt.number)}). Use another --model_dir, or the original "
+            "settings to resume."
+        )
 
 
 def _h5_shapes(path: str) -> list[tuple[str, tuple[int, ...]]]:

@@ -1,6 +1,7 @@
 """How far the dream is from the real environment: the same policies scored in both.
 
-    gap = dream_gap(spec, params=None, temperature=1.15, num_episodes=100, seed=1000)
+    gap = dream_gap(environment="DOOM_TAKE_COVER", controller_dir="runs/ctrl")  # the script's
+    gap = measure_dream_gap(spec, params=None, temperature=1.15, num_episodes=100, seed=1000)
     gap["policies"]["constant:MOVE_LEFT"]     # {"dream": {"mean", "std", ...}, "real": {...},
                                               #  "ratio": dream mean / real mean}
     print(format_table(gap))
@@ -82,7 +83,7 @@ def reference_policies(environment) -> dict[str, np.ndarray | None]:
     return out
 
 
-def dream_gap(
+def measure_dream_gap(
     spec: AgentSpec,
     params: np.ndarray | None = None,
     temperature: float = 1.0,
@@ -174,7 +175,7 @@ def format_table(gap: dict) -> str:
     return "\n".join(rows)
 
 
-def run_dream_gap(
+def dream_gap(
     *,
     environment: str,
     controller_dir: str | None = None,
@@ -222,7 +223,7 @@ def run_dream_gap(
         )
     temperature = 1.0 if temperature is None else float(temperature)
     with run_record.record_run(out_dir, dict(run_flags or {}), stage="dream_gap"):
-        gap = dream_gap(
+        gap = measure_dream_gap(
             spec,
             params,
             temperature=temperature,

@@ -1,6 +1,7 @@
 """Evaluating a trained controller on fixed-seed real episodes: JSON + one GIF.
 
-    result = evaluate_controller(trained, spec, num_episodes=100, seed=0, out_dir=...)
+    result = evaluate_controller(controller_dir="runs/ctrl", num_episodes=100, seed=0)
+    result = score_controller(params, spec, num_episodes=100, seed=0, out_dir=...)
     # <out_dir>/evaluation.json: {"mean", "std", "returns" [E], "steps" [E], "seeds" [E], ...,
     #                             "random_policy": {...} (compare_random=True)}
     # <out_dir>/episode.gif: episode 0 (seed `seed`), frames as the environment returned them
@@ -149,7 +150,7 @@ def spec_with_overrides(
     return meta, spec
 
 
-def evaluate_controller(
+def score_controller(
     params: np.ndarray,
     spec: AgentSpec,
     num_episodes: int,
@@ -204,7 +205,7 @@ def evaluate_controller(
     return result
 
 
-def run_evaluate_controller(
+def evaluate_controller(
     *,
     controller_dir: str | None = None,
     saved_controller: str | None = None,
@@ -245,7 +246,7 @@ def run_evaluate_controller(
     )
     out_dir = out_dir or os.path.join(controller_dir, "evaluation")
     with run_record.record_run(out_dir, dict(run_flags or {}), stage="evaluate_controller"):
-        return evaluate_controller(
+        return score_controller(
             trained.params,
             spec,
             num_episodes=num_episodes,

@@ -7,7 +7,7 @@
 functions of `rl755.models.<env folder>.saved_models`), or "none" (no encoder: the
 controller reads the frame's pixels; no sequential model: a V-only controller on z). Training
 directories can be given instead: `encoder_dir` + `encoder_model` (e.g. "vae.Vae") +
-`representation_size`, and `sequential_model_dir` (its sequential_model.json names the model). Unknown names fail at once, listing the valid ones.
+`representation_size`, and `sequential_model_dir` (its checkpoint markers name the model). Unknown names fail at once, listing the valid ones.
 Everything returned is picklable, so Ray workers build their own models.
 """
 

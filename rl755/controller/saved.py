@@ -1,6 +1,6 @@
 """Trained controllers on disk, and loading them back.
 
-A controller model directory (written by `cma_train.train_controller` every generation):
+A controller model directory (written by `cma_train.run_cma_es` every generation):
 
     controller.json          {"environment", "controller", "controller_kwargs", "input_size",
                               "action_size", "num_params", "encoder", "sequential_model",
@@ -8,7 +8,7 @@ A controller model directory (written by `cma_train.train_controller` every gene
                               "temperature" (dream)}
     controller_params.npy    float64 [N], the selected parameters: the best member by real
                              evaluation if any was run, else the best by training fitness
-    checkpoint.pkl           CMA-ES state (for resuming), see cma_train
+    model-NNN.json, ...      CMA-ES state (for resuming), see cma_state
 
     trained = load_trained_controller(model_dir)
     trained.controller.act(trained.params[None], features[None])   # [1, B, D] -> [1, B, A]

@@ -1,8 +1,8 @@
 """Stage 3: re-encode raw rollouts with a trained `ObservationEncoder`, sharded across
-processes, GPUs and SLURM jobs (scripts/data_gen/encode_raw_rollouts.py and
-scripts/data_gen/encode_raw_rollouts_multi.py).
+processes, GPUs and SLURM jobs (scripts/data_gen/encode_raw_rollouts.py; all instances of a
+job at once: rl755.data_gen.encode_instances, scripts/data_gen/encode_raw_rollouts_multi.py).
 
-Work split. The sorted raw shard files of a split are cut into `num_outer_shards` contiguous
+Work split (rl755.data_gen.encode_shards). The sorted raw shard files of a split are cut into `num_outer_shards` contiguous
 groups of near-equal size (`outer_shard_files`; the count need not divide the files); one
 instance encodes one group. Its `num_sub_shards` output files each take a contiguous run of
 the group's input files (`sub_shard_files`), so the assignment is a pure function of the
@@ -30,107 +30,23 @@ import collections
 import concurrent.futures
 import dataclasses
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
 from absl import logging
 
 from rl755 import zoo
-from rl755.common import config, run_record, sharded_io, tf_setup
+from rl755.common import devices, run_record, sharded_io, tf_setup
 from rl755.common.structs import Rollout, parse_rollout_tensors
+from rl755.data_gen.encode_shards import (
+    outer_shard_files,
+    output_file_name,
+    resolve_out_dir,
+    sub_shard_files,
+)
 from rl755.environments import Environments
 
 PRODUCER = "scripts/data_gen/encode_raw_rollouts.py"
-
-
-# ---- the work split (pure functions) ----------------------------------------------------------
-def _contiguous_split(items: list, n: int) -> list[list]:
-    """`n` contiguous runs of near-equal length (the first ones one longer)."""
-    q, r = divmod(len(items), n)
-    out, start = [], 0
-    for i in range(n):
-        end = start + q + (1 if i < r else 0)
-        out.append(items[start:end])
-        start = end
-    return out
-
-
-def outer_shard_files(files: list[str], num_outer_shards: int, outer_shard_index: int) -> list[str]:
-    """The input files of outer shard `outer_shard_index` (of the sorted `files`)."""
-    if num_outer_shards <= 0:
-        raise ValueError(f"--num_outer_shards must be positive, got {num_outer_shards}.")
-    if not 0 <= outer_shard_index < num_outer_shards:
-        raise ValueError(
-            f"--outer_shard_index={outer_shard_index} is outside [0, {num_outer_shards}) "
-            f"(--num_outer_shards={num_outer_shards})."
-        )
-    return _contiguous_split(sorted(files), num_outer_shards)[outer_shard_index]
-
-
-def sub_shard_files(files: list[str], num_sub_shards: int) -> list[list[str]]:
-    """Input files of each of this instance's `num_sub_shards` output files."""
-    if num_sub_shards <= 0:
-        raise ValueError(f"--num_sub_shards must be positive, got {num_sub_shards}.")
-    return _contiguous_split(list(files), num_sub_shards)
-
-
-def output_file_name(
-    out_name: str,
-    split: str,
-    outer_shard_index: int,
-    num_outer_shards: int,
-    sub_shard_index: int,
-    num_sub_shards: int,
-) -> str:
-    """e.g. "encoded-train-o00003of00012.tfrecord-00001-of-00004"."""
-    base = f"{out_name}-{split}-o{outer_shard_index:05d}of{num_outer_shards:05d}"
-    return sharded_io.shard_name(base, sub_shard_index, num_sub_shards)
-
-
-def default_out_dir(environment: Environments | str, model_name: str) -> str:
-    """`<data_dir>/<env folder>/encoded_rollouts/<model name>`."""
-    env = Environments.from_name(environment)
-    return str(config.env_data_dir(env.folder_name) / "encoded_rollouts" / model_name)
-
-
-def resolve_out_dir(
-    environment: Environments | str, model: str, model_dir: str | None, out_dir: str | None
-) -> str:
-    """--out_dir, else the default for the saved model `model` (or the model dir's basename)."""
-    if out_dir:
-        return os.path.abspath(os.path.expanduser(out_dir))
-    name = model if model_dir is None else os.path.basename(os.path.normpath(model_dir))
-    return default_out_dir(environment, name)
-
-
-# ---- devices ----------------------------------------------------------------------------------
-def select_gpu(gpu_index: int | None) -> None:
-    """Makes only GPU `gpu_index` visible to TF (call before TF runs anything).
-
-    On a machine without GPUs the index is ignored with a warning."""
-    if gpu_index is None:
-        return
-    import tensorflow as tf
-
-    gpus = tf.config.list_physical_devices("GPU")
-    if not gpus:
-        logging.warning(
-            "--gpu_index=%d ignored: no GPU is visible; encoding on the CPU.", gpu_index
-        )
-        return
-    if not 0 <= gpu_index < len(gpus):
-        raise ValueError(
-            f"--gpu_index={gpu_index} but only {len(gpus)} GPU(s) are visible "
-            f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})."
-        )
-    try:
-        tf.config.set_visible_devices(gpus[gpu_index], "GPU")
-    except RuntimeError:
-        logging.warning(
-            "--gpu_index=%d could not be applied: TensorFlow was already initialized.", gpu_index
-        )
 
 
 # ---- loading the encoder ----------------------------------------------------------------------
@@ -290,7 +206,7 @@ def encode_raw_rollouts(
     Returns {"out_dir", "written": [paths], "skipped": [paths], "rollouts", "frames", "seconds"}.
     """
     tf_setup.limit_threads(num_threads)
-    select_gpu(gpu_index)
+    devices.select_gpu(gpu_index)
     env = Environments.from_name(environment)
     compression = sharded_io.normalize_compression(compression)
     if batch_size <= 0:
@@ -391,146 +307,3 @@ def encode_raw_rollouts(
                 final,
             )
     return result
-
-
-# ---- several instances: one SLURM job's GPUs, a job array's jobs ------------------------------
-def slurm_array_position(environ: dict | None = None) -> tuple[int, int]:
-    """(job_index, num_jobs) of this SLURM array task; (0, 1) outside an array."""
-    environ = os.environ if environ is None else environ
-    if "SLURM_ARRAY_TASK_ID" not in environ:
-        return 0, 1
-    task = int(environ["SLURM_ARRAY_TASK_ID"])
-    low = int(environ.get("SLURM_ARRAY_TASK_MIN", 0))
-    count = int(environ.get("SLURM_ARRAY_TASK_COUNT", 1))
-    high = int(environ.get("SLURM_ARRAY_TASK_MAX", low + count - 1))
-    if high - low + 1 != count:
-        raise ValueError(
-            f"SLURM array {low}-{high} has {count} tasks: use a contiguous array without a step "
-            "(e.g. --array=0-2) or pass --job_index and --num_jobs."
-        )
-    return task - low, count
-
-
-def visible_gpu_count(environ: dict | None = None) -> int:
-    """GPUs this job may use, from CUDA_VISIBLE_DEVICES (or SLURM_GPUS_ON_NODE); 0 if none."""
-    environ = os.environ if environ is None else environ
-    cvd = environ.get("CUDA_VISIBLE_DEVICES")
-    if cvd is not None:
-        ids = [d for d in cvd.split(",") if d.strip() and d.strip() != "-1"]
-        return len(ids)
-    try:
-        return int(environ.get("SLURM_GPUS_ON_NODE", 0))
-    except ValueError:
-        return 0
-
-
-def instance_script() -> str:
-    import rl755
-
-    path = os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(rl755.__file__))),
-        "scripts",
-        "data_gen",
-        "encode_raw_rollouts.py",
-    )
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} is missing: run from an rl755 checkout (pip install -e).")
-    return path
-
-
-def run_instances(
-    instance_flags: dict,
-    out_dir: str,
-    instances_per_job: int | None = None,
-    job_index: int | None = None,
-    num_jobs: int | None = None,
-    python: str = sys.executable,
-    environ: dict | None = None,
-) -> list[int]:
-    """Runs this job's K instances of encode_raw_rollouts.py at once and waits for all.
-
-    Instance k of job j encodes outer shard j * K + k of `num_jobs * K`, on GPU k (or on the
-    CPU with cores / K threads when no GPU is visible). Defaults: K = the visible GPUs (1 if
-    none), (job_index, num_jobs) from the SLURM array variables ((0, 1) outside an array).
-    `instance_flags` are the other encode_raw_rollouts.py flags ({name: value}; None values
-    are dropped). Each instance logs to <out_dir>/logs/. Raises RuntimeError naming the
-    failed instances and their logs; returns the outer shard indexes it ran.
-    """
-    environ = dict(os.environ if environ is None else environ)
-    gpus = visible_gpu_count(environ)
-    k_count = int(instances_per_job or max(gpus, 1))
-    if k_count <= 0:
-        raise ValueError(f"--instances_per_job must be positive, got {instances_per_job}.")
-    if gpus and k_count > gpus:
-        raise ValueError(f"--instances_per_job={k_count} but only {gpus} GPU(s) are visible.")
-    if job_index is None or num_jobs is None:
-        j, n = slurm_array_position(environ)
-        job_index = j if job_index is None else job_index
-        num_jobs = n if num_jobs is None else num_jobs
-    if not 0 <= job_index < num_jobs:
-        raise ValueError(f"--job_index={job_index} is outside [0, --num_jobs={num_jobs}).")
-    num_outer = num_jobs * k_count
-    log_dir = os.path.join(out_dir, "logs")
-    os.makedirs(log_dir, exist_ok=True)
-    threads = None
-    if not gpus and instance_flags.get("num_threads") is None:
-        threads = max(1, (os.cpu_count() or 1) // k_count)
-    script = instance_script()
-    procs = []
-    try:
-        for k in range(k_count):
-            outer = job_index * k_count + k
-            flags = dict(instance_flags)
-            flags.update(
-                out_dir=out_dir,
-                num_outer_shards=num_outer,
-                outer_shard_index=outer,
-                gpu_index=k if gpus else None,
-            )
-            if threads is not None:
-                flags["num_threads"] = threads
-            cmd = [python, script] + [f"--{n}={v}" for n, v in flags.items() if v is not None]
-            log_path = os.path.join(
-                log_dir,
-                f"encode-{flags.get('split', 'train')}-o{outer:05d}of{num_outer:05d}.log",
-            )
-            log = open(log_path, "ab")
-            logging.info(
-                "instance %d/%d (outer shard %d/%d): %s",
-                k + 1,
-                k_count,
-                outer,
-                num_outer,
-                " ".join(cmd),
-            )
-            procs.append(
-                (
-                    outer,
-                    log_path,
-                    log,
-                    subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=environ),
-                )
-            )
-        failed = []
-        for outer, log_path, log, proc in procs:
-            code = proc.wait()
-            log.close()
-            if code != 0:
-                failed.append((outer, code, log_path))
-    except BaseException:
-        for _, _, log, proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-            log.close()
-        raise
-    if failed:
-        details = []
-        for outer, code, log_path in failed:
-            with open(log_path, errors="replace") as f:
-                tail = "".join(f.readlines()[-15:])
-            details.append(f"outer shard {outer} exited {code}; log {log_path}:\n{tail}")
-        raise RuntimeError(
-            f"{len(failed)} of {k_count} encoding instances failed (rerun the same command to "
-            "finish; finished sub shards are kept):\n" + "\n".join(details)
-        )
-    return [outer for outer, _, _, _ in procs]

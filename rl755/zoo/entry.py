@@ -137,7 +137,7 @@ class ZooModel:
         )
         return (
             f'cp -r {source} {target}, set "model": "{self.model}" in '
-            f"{target}/sequential_model.json, then: {command}"
+            f"the newest {target}/model-NNN.json checkpoint marker, then: {command}"
         )
 
     def docstring(self) -> str:
@@ -153,7 +153,8 @@ class ZooModel:
     def _resume_text(self) -> str:
         return (
             f"Made by copying `{self.resumes_from}`'s model dir to {self.display_dir()}, "
-            f'setting "model": "{self.model}" in its sequential_model.json, and resuming:'
+            f'setting "model": "{self.model}" in its newest model-NNN.json checkpoint marker, and '
+            "resuming:"
         )
 
     def _where_text(self) -> str:

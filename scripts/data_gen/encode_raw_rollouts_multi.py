@@ -11,7 +11,7 @@ with the job array's tasks covering every outer shard (no index arithmetic by ha
 Instance k of array task j encodes outer shard j*K + k of num_jobs*K on GPU k. Defaults:
 K = visible GPUs (CUDA_VISIBLE_DEVICES; 1 without GPUs), job index/count from
 SLURM_ARRAY_TASK_ID/MIN/COUNT ((0, 1) outside an array). Exits non-zero if any instance
-failed; rerun to finish. Library: rl755.data_gen.encode.run_instances.
+failed; rerun to finish. Library: rl755.data_gen.encode_instances.run_instances.
 """
 
 import sys
@@ -41,7 +41,8 @@ flags.mark_flag_as_required("model")
 
 def main(argv):
     del argv
-    from rl755.data_gen.encode import resolve_out_dir, run_instances
+    from rl755.data_gen.encode_instances import run_instances
+    from rl755.data_gen.encode_shards import resolve_out_dir
 
     out_dir = resolve_out_dir(FLAGS.environment, FLAGS.model, FLAGS.model_dir, FLAGS.out_dir)
     instance_flags = {

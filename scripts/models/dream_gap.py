@@ -14,7 +14,7 @@ Reference policies: uniform random, every discrete action held constant (continu
 action box's center and each dimension's ends). A policy the model rates far above its real
 score is one a dream-trained controller will find. Prints a table and writes
 <out_dir>/dream_gap.json (default <model_dir>/dream_gap). Library:
-rl755.controller.dream_gap.
+rl755.controller.dream_gap.dream_gap.
 """
 
 from absl import app, flags
@@ -44,10 +44,10 @@ flags.mark_flag_as_required("environment")
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.controller.dream_gap import format_table, run_dream_gap
+    from rl755.controller.dream_gap import dream_gap, format_table
 
     try:
-        gap = run_dream_gap(
+        gap = dream_gap(
             environment=FLAGS.environment,
             controller_dir=FLAGS.model_dir,
             encoder=FLAGS.encoder,

@@ -8,7 +8,7 @@ Writes <out_dir>/evaluation.json (mean, std, per-episode returns; the random pol
 same seeds with --compare_random) and <out_dir>/episode.gif. The encoder and sequential
 model are the ones the controller was trained with (its controller.json) unless
 --encoder/--sequential_model name others. Library:
-rl755.controller.evaluate.run_evaluate_controller.
+rl755.controller.evaluate.evaluate_controller.
 """
 
 from absl import app, flags
@@ -41,9 +41,9 @@ flags.mark_flag_as_required("environment")
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.controller.evaluate import run_evaluate_controller
+    from rl755.controller.evaluate import evaluate_controller
 
-    result = run_evaluate_controller(
+    result = evaluate_controller(
         controller_dir=FLAGS.model_dir,
         saved_controller=FLAGS.saved_controller,
         environment=FLAGS.environment,

@@ -11,7 +11,7 @@ World Models CarRacing (paper settings; 64 workers):
 
 `--mode=dream` evaluates the population inside the sequential model (needs reward/done
 heads) at `--temperature`. Rerun the same command to resume. Library:
-rl755.controller.cma_train.run_train_controller.
+rl755.controller.cma_train.train_controller.
 """
 
 from absl import app, flags
@@ -59,9 +59,9 @@ for _name in ("environment", "model_dir"):
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.controller.cma_train import CmaConfig, PoolConfig, run_train_controller
+    from rl755.controller.cma_train import CmaConfig, PoolConfig, train_controller
 
-    run_train_controller(
+    train_controller(
         environment=FLAGS.environment,
         model_dir=FLAGS.model_dir,
         encoder=FLAGS.encoder,

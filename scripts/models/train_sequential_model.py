@@ -7,6 +7,7 @@
 
 Uses every visible GPU (MirroredStrategy); under `srun` with several tasks, every task
 joins one MultiWorkerMirroredStrategy (TF's SlurmClusterResolver). See README section 4.
+Library: rl755.models.common.train_sequential.train_sequential_model.
 """
 
 from absl import app, flags
@@ -67,9 +68,9 @@ for _name in (
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.models.common.train_sequential import train_from_names
+    from rl755.models.common.train_sequential import train_sequential_model
 
-    train_from_names(
+    train_sequential_model(
         model_dir=FLAGS.model_dir,
         train_steps=FLAGS.train_steps,
         environment=FLAGS.environment,
@@ -85,7 +86,7 @@ def main(argv):
         check_numerics=FLAGS.check_numerics,
         rollouts_pattern=FLAGS.rollouts_pattern,
         num_threads=FLAGS.num_threads,
-        flags=run_record.flags_dict(),
+        run_flags=run_record.flags_dict(),
     )
 
 

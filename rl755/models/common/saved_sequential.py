@@ -4,8 +4,8 @@
     h, state = model.step(z, a, model.initial_state(1))     # z [1, Z], a [1, A] -> h [1, H]
 
 The newest complete checkpoint of `model_dir` is loaded into the catalogue's model for that
-environment (rl755.models.catalogue); `difference_targets` comes from the dir's
-sequential_model.json. A missing model fails with `how_to_train`.
+environment (rl755.models.catalogue); `difference_targets` comes from the checkpoint's
+marker (rl755.common.checkpoints). A missing model fails with `how_to_train`.
 """
 
 from __future__ import annotations

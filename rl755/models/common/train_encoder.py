@@ -10,9 +10,13 @@ rollout, parallel reads and decodes of only the sampled frames), shuffle buffer 
 of `batch_size` (uint8 [B, H, W, C]), prefetch. Nothing loads the whole dataset.
 
 Outputs in `model_dir` (every file written to a temporary name, then renamed):
-    model-001.weights.h5 (+ optimizer state), model-001.json    every save_every_n_steps
+    model-001.json, model-001.weights.h5 (+ optimizer state)
+                                      a checkpoint (rl755.common.checkpoints) every
+                                      save_every_n_steps
     model-001.reconstructions.png     validation frames (top) and reconstructions (bottom)
-    logs/                             TensorBoard: loss/train, loss/validation, reconstructions
+    tensorboard/{train,validation}/   losses/total, perf/{steps,images}_per_second,
+                                      images/reconstructions, the run's flags
+                                      (rl755.common.tensorboard)
     runs/*.json                       run records (flags, git commit, status)
 
 Rerunning with the same `model_dir` resumes from the newest complete checkpoint: weights,
@@ -23,10 +27,8 @@ data order. Asking for no more steps than are done returns at once, saying so.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import sys
-import time
 
 import keras
 import numpy as np
@@ -36,10 +38,12 @@ from absl import logging
 from rl755.common import checkpoints, run_record, sharded_io, tf_setup
 from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
 from rl755.common.structs import Rollout
+from rl755.common.tensorboard import TrainingLogs
 from rl755.data import registry
 from rl755.environments import Environments
 from rl755.models import catalogue
 from rl755.models.common.encoder import ObservationEncoder
+from rl755.models.common.encoder_callbacks import SaveEveryPeriod, StopOnNonFiniteLoss
 
 SHUFFLE_BUFFER = 1000
 NUM_IMAGES_IN_PNG = 8
@@ -57,18 +61,22 @@ class TrainResult:
 
 
 # ---- building blocks --------------------------------------------------------------------------
+def resolve_encoder_fn(environment: Environments | str, model: str):
+    """The constructor that `--model` names for `environment` (strict lookup); it takes
+    `representation_size=` and gives an ObservationEncoder."""
+    return catalogue.model_fn(environment, model, kind=catalogue.ENCODER)
+
+
 def make_encoder(
     environment: Environments | str, model: str, representation_size: int, **kwargs
 ) -> ObservationEncoder:
-    """The catalogue's encoder `model` for the environment (rl755.models.catalogue; strict)."""
-    env = Environments.from_name(environment)
-    encoder = catalogue.build(
-        env, model, kind=catalogue.ENCODER, representation_size=representation_size, **kwargs
-    )
+    """`resolve_encoder_fn(environment, model)(representation_size=..., **kwargs)`, checked."""
+    fn = resolve_encoder_fn(environment, model)
+    encoder = fn(representation_size=representation_size, **kwargs)
     if not isinstance(encoder, ObservationEncoder):
         raise TypeError(
-            f"{model} built {type(encoder).__name__}, not an ObservationEncoder "
-            "(rl755.models.common.encoder)."
+            f"--model={model} returned {type(encoder).__name__}, "
+            "not an ObservationEncoder (rl755.models.common.encoder)."
         )
     if int(encoder.representation_size) != int(representation_size):
         raise ValueError(
@@ -138,148 +146,6 @@ def observation_batches(
     return ds.map(lambda x: (x, x)).prefetch(tf.data.AUTOTUNE)
 
 
-def reconstruction_grid(encoder: ObservationEncoder, frames: np.ndarray) -> np.ndarray | None:
-    """uint8 [2*h, n*w, C]: the frames as the model sees them on top, reconstructions below.
-
-    None for encoders without a decoder."""
-    frames = tf.convert_to_tensor(frames)
-    try:
-        recon = encoder.decode(encoder.compute_representation(frames))
-    except NotImplementedError:
-        return None
-    recon = np.asarray(recon)
-    if hasattr(encoder, "preprocess"):
-        seen = np.asarray(encoder.preprocess(frames))
-    else:
-        seen = np.asarray(tf.image.resize(tf.cast(frames, tf.float32) / 255.0, recon.shape[1:3]))
-    rows = [np.concatenate(list(seen), axis=1), np.concatenate(list(recon), axis=1)]
-    grid = np.clip(np.concatenate(rows, axis=0) * 255.0, 0, 255).astype(np.uint8)
-    scale = max(1, 128 // recon.shape[1])  # tiny frames get blown up to be visible
-    return np.kron(grid, np.ones((scale, scale, 1), np.uint8))
-
-
-def save_png(path: str, image: np.ndarray) -> None:
-    from PIL import Image
-
-    with sharded_io.atomic_output(path) as tmp:
-        Image.fromarray(image).save(tmp, format="PNG")
-
-
-class _StopOnNonFiniteLoss(keras.callbacks.Callback):
-    """Raises NonFiniteLossError when the (running mean) training loss is NaN or inf.
-
-    Checked every `check_every` steps (reading the loss waits for the step, so not every
-    step) and at the end of each save period, before the checkpoint is written (this
-    callback comes first), so a NaN model is never saved."""
-
-    def __init__(
-        self,
-        model_dir: str,
-        check_every: int = 50,
-        train_steps: int | None = None,
-        batch_size: int | None = None,
-        log_every_s: float = 60.0,
-    ):
-        super().__init__()
-        self.model_dir = model_dir
-        self.check_every = check_every
-        self.train_steps = train_steps
-        self.batch_size = batch_size
-        self.log_every_s = log_every_s
-        self._last = None  # (time, step) of the last progress line
-
-    def on_train_batch_end(self, batch, logs=None):
-        if (batch + 1) % self.check_every == 0:
-            self._check(logs)
-            self._progress(logs)
-
-    def _progress(self, logs):
-        """Logs 'step X/Y, loss, images/s' at most every log_every_s seconds."""
-        now = time.time()
-        step = int(self.model.optimizer.iterations.numpy())
-        if self._last is None:
-            self._last = (now, step)
-            return
-        if now - self._last[0] < self.log_every_s:
-            return
-        rate = (step - self._last[1]) / (now - self._last[0])
-        logging.info(
-            "step %d/%s: loss %.4f (mean this period), %.1f steps/s%s",
-            step,
-            self.train_steps or "?",
-            float((logs or {}).get("loss", float("nan"))),
-            rate,
-            f", {rate * self.batch_size:.0f} images/s" if self.batch_size else "",
-        )
-        self._last = (now, step)
-
-    def on_epoch_end(self, epoch, logs=None):
-        self._check(logs)
-
-    def _check(self, logs):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not math.isfinite(float(loss)):
-            step = int(self.model.optimizer.iterations.numpy())
-            ckpt = checkpoints.newest_complete_checkpoint(self.model_dir)
-            raise NonFiniteLossError(
-                f"The training loss became {float(loss)} by step {step}. Stopped; "
-                + (
-                    f"the newest good checkpoint is {ckpt.weights_path} (step {ckpt.step}). "
-                    if ckpt
-                    else "no checkpoint was written yet. "
-                )
-                + "Lower --learning_rate (or check the data for broken frames) and rerun."
-            )
-
-
-class _SaveEverything(keras.callbacks.Callback):
-    """At the end of each fit epoch (= each save period): checkpoint, PNG, TensorBoard."""
-
-    def __init__(self, model_dir, info, sample_frames, writer, result: TrainResult):
-        super().__init__()
-        self.model_dir = model_dir
-        self.info = info
-        self.sample_frames = sample_frames
-        self.writer = writer
-        self.result = result
-
-    def on_epoch_end(self, epoch, logs=None):
-        logs = logs or {}
-        number = epoch + 1
-        step = int(self.model.optimizer.iterations.numpy())
-        train_loss = float(logs["loss"]) if "loss" in logs else None
-        val_loss = float(logs["val_loss"]) if "val_loss" in logs else None
-        png_name = f"model-{number:03d}.reconstructions.png"
-        grid = reconstruction_grid(self.model, self.sample_frames)
-        if grid is not None:
-            save_png(os.path.join(self.model_dir, png_name), grid)
-        with self.writer.as_default(step=step):
-            if train_loss is not None:
-                tf.summary.scalar("loss/train", train_loss)
-            if val_loss is not None:
-                tf.summary.scalar("loss/validation", val_loss)
-            if grid is not None:
-                tf.summary.image("reconstructions", grid[None])
-        self.writer.flush()
-        info = dict(self.info, step=step, train_loss=train_loss, validation_loss=val_loss)
-        if grid is not None:
-            info["reconstructions_png"] = png_name
-        ckpt = checkpoints.save_checkpoint(self.model_dir, number, self.model, info)
-        self.result.step = step
-        self.result.checkpoint = ckpt.weights_path
-        if train_loss is not None:
-            self.result.train_losses.append(train_loss)
-        if val_loss is not None:
-            self.result.validation_losses.append(val_loss)
-        logging.info(
-            "step %d: saved %s (train loss %s, validation loss %s)",
-            step,
-            ckpt.weights_path,
-            f"{train_loss:.4f}" if train_loss is not None else "-",
-            f"{val_loss:.4f}" if val_loss is not None else "-",
-        )
-
-
 # ---- the stage --------------------------------------------------------------------------------
 def train_obs_encoder(
     model_dir: str,
@@ -307,7 +173,7 @@ def train_obs_encoder(
       validation_steps: batches of the validation split per save; 0 = no validation.
       rollouts_pattern: glob with "{split}" overriding RawRollouts' location.
       num_threads: TF thread pools (None: TF default).
-      run_flags: flags for the run record (default: the arguments).
+      run_flags: flags for the run record and TensorBoard (default: the arguments).
     """
     for name, value in dict(
         train_steps=train_steps,
@@ -350,14 +216,9 @@ def train_obs_encoder(
         "rollouts_pattern": builder.tfrecords_pattern(),
     }
     latest = checkpoints.newest_complete_checkpoint(model_dir)
-    if latest is not None:
-        for key in ("model", "environment", "representation_size"):
-            if key in latest.info and latest.info[key] != info[key]:
-                raise ValueError(
-                    f"{model_dir} holds a checkpoint of {key}={latest.info[key]!r} "
-                    f"({latest.weights_path}) but this run asks for {key}={info[key]!r}. "
-                    "Use another --model_dir, or the original settings to resume."
-                )
+    checkpoints.check_same_run(
+        latest, info, ("model", "environment", "representation_size"), model_dir
+    )
     done = latest.step if latest is not None else 0
     result = TrainResult(done, latest.weights_path if latest else None, [], [])
     if done >= train_steps:
@@ -401,10 +262,11 @@ def train_obs_encoder(
                 ),
                 validation_steps=validation_steps,
             )
-        writer = tf.summary.create_file_writer(os.path.join(model_dir, "logs"))
+        logs = TrainingLogs(model_dir)
+        logs.hparams(flags, step=done)
         callbacks = [
-            _StopOnNonFiniteLoss(model_dir, train_steps=train_steps, batch_size=batch_size),
-            _SaveEverything(model_dir, info, sample_frames, writer, result),
+            StopOnNonFiniteLoss(model_dir, train_steps=train_steps, batch_size=batch_size),
+            SaveEveryPeriod(model_dir, info, sample_frames, logs, result, batch_size),
         ]
         if verbose is None:
             verbose = 1 if sys.stdout.isatty() else 2
@@ -420,27 +282,22 @@ def train_obs_encoder(
             train_steps,
             save_every_n_steps,
         )
-        if full:
-            encoder.fit(
-                train_ds,
-                steps_per_epoch=save_every_n_steps,
-                initial_epoch=first_epoch,
-                epochs=first_epoch + full,
-                callbacks=callbacks,
-                verbose=verbose,
-                shuffle=False,  # the pipeline shuffles
-                **fit_kwargs,
-            )
-        if rest:
-            encoder.fit(
-                train_ds,
-                steps_per_epoch=rest,
-                initial_epoch=first_epoch + full,
-                epochs=first_epoch + full + 1,
-                callbacks=callbacks,
-                verbose=verbose,
-                shuffle=False,  # the pipeline shuffles
-                **fit_kwargs,
-            )
-        writer.close()
+        try:
+            epoch = first_epoch
+            for steps_per_epoch, epochs in ((save_every_n_steps, full), (rest, 1 if rest else 0)):
+                if not epochs:
+                    continue
+                encoder.fit(
+                    train_ds,
+                    steps_per_epoch=steps_per_epoch,
+                    initial_epoch=epoch,
+                    epochs=epoch + epochs,
+                    callbacks=callbacks,
+                    verbose=verbose,
+                    shuffle=False,  # the pipeline shuffles
+                    **fit_kwargs,
+                )
+                epoch += epochs
+        finally:
+            logs.close()
     return result

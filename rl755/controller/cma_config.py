@@ -1,0 +1,92 @@
+"""What a CMA-ES controller training run is asked to do (`CmaConfig`), where its real
+episodes run (`PoolConfig`), and the seeds it derives (rl755.controller.cma_train)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+MODES = ("real", "dream")
+
+
+def derived_seeds(seed: int, *key: int, n: int) -> np.ndarray:
+    """n reproducible 31-bit seeds for (seed, *key)."""
+    return np.random.SeedSequence([seed, *key]).generate_state(n) % (2**31 - 1)
+
+
+def trial_seeds(seed: int, generation: int, trials: int) -> np.ndarray:
+    """The reset seeds of a generation's trials, shared by all members: [T]."""
+    return derived_seeds(seed, 1, generation, n=trials)
+
+
+def eval_seeds(seed: int, episodes: int) -> np.ndarray:
+    """Fixed seeds of the periodic real evaluation (the same every time): [E]."""
+    return derived_seeds(seed, 2, n=episodes)
+
+
+@dataclasses.dataclass
+class CmaConfig:
+    """Attributes:
+    mode: "real" (episodes in the environment) or "dream" (inside the sequential model).
+    population_size: P, CMA-ES population.
+    trials_per_member: T, episodes per member per generation.
+    generations: total generations (a resumed run continues up to this number).
+    rollout_max_steps: step limit per episode (real and dream).
+    sigma: CMA-ES initial step size.
+    seed: base seed (trial seeds, CMA-ES sampling, eval seeds).
+    temperature: dream sampling temperature.
+    eval_every: real evaluation of the best member every this many generations (0: never).
+    eval_episodes: episodes of that evaluation.
+    dream_initial_states: K real reset frames encoded as dream starting points.
+    """
+
+    mode: str = "real"
+    population_size: int = 64
+    trials_per_member: int = 16
+    generations: int = 100
+    rollout_max_steps: int = 1000
+    sigma: float = 0.1
+    seed: int = 0
+    temperature: float = 1.0
+    eval_every: int = 25
+    eval_episodes: int = 16
+    dream_initial_states: int = 256
+
+    def validate(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"Unknown --mode {self.mode!r}; valid: {', '.join(MODES)}.")
+        for name in ("population_size", "trials_per_member", "generations", "rollout_max_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.population_size < 2:
+            raise ValueError("CMA-ES needs population_size >= 2.")
+        if self.sigma <= 0:
+            raise ValueError(f"sigma must be > 0, got {self.sigma}.")
+
+    def evaluates_at(self, generation: int) -> bool:
+        """Whether the best member plays real evaluation episodes after `generation` (1-based)."""
+        return self.eval_every > 0 and (
+            generation % self.eval_every == 0 or generation == self.generations
+        )
+
+
+@dataclasses.dataclass
+class PoolConfig:
+    """How real episodes run. Attributes:
+    parallelism: Ray actors (0: one in-process worker, no Ray).
+    envs_per_worker: environments stepped together (batched networks) per worker.
+    ray_address: join an existing Ray cluster ("auto", "host:port"), else start one locally.
+    trial_timeout_s: a batch of episodes not done in this time is re-run on a new worker.
+    startup_timeout_s: extra time for a new worker's first batch (imports, network build).
+    max_worker_failures: failures of one batch before the run stops with an error.
+    threads_per_worker: TF/OMP threads (and Ray CPUs) per worker.
+    """
+
+    parallelism: int = 0
+    envs_per_worker: int = 4
+    ray_address: str | None = None
+    trial_timeout_s: float = 600.0
+    startup_timeout_s: float = 300.0
+    max_worker_failures: int = 3
+    threads_per_worker: int = 1

@@ -1,0 +1,183 @@
+"""The state of a CMA-ES controller training run, and how it is saved (rl755.controller.cma_train).
+
+The state is a dict (what `rl755.controller.saved.select_params` reads):
+
+    generation       generations done
+    es               the `cma.CMAEvolutionStrategy` (mean, covariance, step size, counters)
+    meta             the controller's description (`saved.controller_meta`)
+    population_size  P
+    best_params      float64 [N]: the best member seen by training fitness (None before any)
+    best_fitness     its fitness
+    history          one record per generation {"generation", "mean", "best", "worst",
+                     "steps", "seconds", "steps_per_s", "sigma"}
+    evals            one record per real evaluation {"generation", "mean", "std",
+                     "train_fitness", "params" float64 [N]}
+
+Saved after every generation as a checkpoint of rl755.common.checkpoints (the newest
+`KEEP_CHECKPOINTS` are kept):
+
+    model-007.json        marker: step (= generation), generation, meta, population_size,
+                          best_fitness, history, evals (without params)
+    model-007.cma.pkl     the pickled CMAEvolutionStrategy
+    model-007.params.npz  best_params [N], eval_params [E, N]
+
+so a resumed run continues with the same CMA-ES state, exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+
+import numpy as np
+
+from rl755.common import checkpoints, sharded_io
+
+log = logging.getLogger(__name__)
+
+KEEP_CHECKPOINTS = 2
+OLD_FORMAT_FILE = "checkpoint.pkl"  # the trainer's single pickle before the common format
+SUMMARY = "summary.json"
+FULL_COVARIANCE_MAX_PARAMS = 10_000  # above this, diagonal CMA-ES (memory and time ~ N^2)
+
+
+def new_state(num_params: int, sigma: float, population_size: int, seed: int, meta: dict):
+    """A fresh state: CMA-ES at 0 [N] with step size `sigma`."""
+    import cma
+
+    options = {"popsize": population_size, "seed": seed + 1, "verbose": -9}
+    if num_params > FULL_COVARIANCE_MAX_PARAMS:
+        # A full N x N covariance is N^2 floats (a pixel controller on CarRacing: 83k
+        # parameters -> 55 GB): use separable (diagonal) CMA-ES instead.
+        options["CMA_diagonal"] = True
+        log.info("%d parameters: using diagonal (separable) CMA-ES.", num_params)
+    return {
+        "generation": 0,
+        "es": cma.CMAEvolutionStrategy(np.zeros(num_params), sigma, options),
+        "meta": meta,
+        "population_size": population_size,
+        "best_params": None,
+        "best_fitness": -np.inf,
+        "history": [],
+        "evals": [],
+    }
+
+
+def save_state(model_dir: str, state: dict) -> checkpoints.Checkpoint:
+    """Checkpoint number `generation` (see the module docstring); older ones are removed."""
+    n = int(state["meta"]["num_params"])
+
+    def write_es(path: str) -> None:
+        with open(path, "wb") as f:
+            pickle.dump(state["es"], f)
+
+    def write_params(path: str) -> None:
+        best = state["best_params"]
+        evals = [np.asarray(e["params"], np.float64) for e in state["evals"]]
+        with open(path, "wb") as f:
+            np.savez(
+                f,
+                best_params=np.zeros(0) if best is None else np.asarray(best, np.float64),
+                eval_params=np.stack(evals) if evals else np.zeros((0, n)),
+            )
+
+    info = {
+        "step": int(state["generation"]),
+        "generation": int(state["generation"]),
+        "meta": state["meta"],
+        "population_size": int(state["population_size"]),
+        "best_fitness": float(state["best_fitness"]),
+        "history": state["history"],
+        "evals": [{k: v for k, v in e.items() if k != "params"} for e in state["evals"]],
+    }
+    files = {"cma_state": (".cma.pkl", write_es), "params": (".params.npz", write_params)}
+    ckpt = checkpoints.write_checkpoint(model_dir, int(state["generation"]), files, info)
+    checkpoints.remove_older_checkpoints(model_dir, KEEP_CHECKPOINTS)
+    return ckpt
+
+
+def load_state(model_dir: str) -> dict | None:
+    """The state of the newest complete checkpoint in `model_dir`, or None."""
+    ckpt = checkpoints.newest_complete_checkpoint(model_dir)
+    if ckpt is None:
+        if os.path.exists(os.path.join(model_dir, OLD_FORMAT_FILE)):
+            raise ValueError(
+                f"{model_dir} holds a CMA-ES checkpoint of the old format ({OLD_FORMAT_FILE}), "
+                "which this version does not resume. Its trained controller (controller.json + "
+                "controller_params.npy) still loads; to train further, use another --model_dir."
+            )
+        return None
+    with open(ckpt.path("cma_state"), "rb") as f:
+        es = pickle.load(f)
+    with np.load(ckpt.path("params")) as data:
+        best = data["best_params"]
+        eval_params = data["eval_params"]
+    info = ckpt.info
+    evals = [dict(e, params=np.asarray(p)) for e, p in zip(info["evals"], eval_params)]
+    return {
+        "generation": int(info["generation"]),
+        "es": es,
+        "meta": info["meta"],
+        "population_size": int(info["population_size"]),
+        "best_params": best if best.size else None,
+        "best_fitness": float(info["best_fitness"]),
+        "history": list(info["history"]),
+        "evals": evals,
+    }
+
+
+def write_summary(model_dir: str, state: dict) -> None:
+    """<model_dir>/summary.json: generations, best fitness, history, evaluations."""
+    sharded_io.write_json_atomic(
+        os.path.join(model_dir, SUMMARY),
+        {
+            "generation": state["generation"],
+            "best_fitness": state["best_fitness"],
+            "history": state["history"],
+            "evals": [{k: v for k, v in e.items() if k != "params"} for e in state["evals"]],
+        },
+    )
+
+
+def plot_learning_curve(path: str, history: list[dict], evals: list[dict], title: str) -> None:
+    """A PNG of the population's mean, best and worst fitness, and the real evaluations."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gens = [h["generation"] for h in history]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(gens, [h["mean"] for h in history], label="population mean")
+    ax.plot(gens, [h["best"] for h in history], label="population best")
+    ax.fill_between(
+        gens,
+        [h["worst"] for h in history],
+        [h["best"] for h in history],
+        alpha=0.15,
+        label="population worst to best",
+    )
+    if evals:
+        ax.errorbar(
+            [e["generation"] for e in evals],
+            [e["mean"] for e in evals],
+            yerr=[e["std"] for e in evals],
+            fmt="o",
+            color="k",
+            capsize=3,
+            label="best member, real episodes",
+        )
+    ax.set_xlabel("generation")
+    ax.set_ylabel("return")
+    ax.set_title(title)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    with sharded_io.atomic_output(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(buf.getvalue())

@@ -1,0 +1,340 @@
+"""The training loop of sequential models (stage 4), on one or many devices.
+
+    from rl755.models.common import sequential_loop
+    sequential_loop.fit_sequential_model(
+        model_fn=catalogue.model_fn("FAKE_PIXELS", "lstm.deterministic_lstm"),  # () -> model
+        dataset_fn=sequential_loop.autoregressive_dataset_fn(builder, sequence_length=32),
+        model_dir="/tmp/lstm", train_steps=1000, batch_size=64, learning_rate=1e-3)
+
+`dataset_fn(split)` returns unbatched slice dicts as from
+`EncodedRolloutDatasetBuilder.get_autoregressive_slices` ("inputs" [L, Z + A], "targets"
+[L, Z], "rewards", "dones", "mask", "target_mask" [L]), repeating.
+
+Devices (`rl755.common.devices.make_strategy`): every visible GPU, or every `srun` task.
+`batch_size` is the global batch, split across replicas; the loss is the masked mean over
+the whole global batch (counts are summed across replicas), so N devices compute the same
+loss and gradients as one.
+
+`model_dir` layout (rerunning with the same model_dir resumes exactly):
+    model-001.json, model-001.weights.h5, model-001.optimizer.npz
+                         a checkpoint (rl755.common.checkpoints) every save_every_n_steps:
+                         weights, optimizer state; the marker holds the step, what was trained
+                         (environment, model, dataset, Z, A, difference_targets) and the losses
+    tensorboard/{train,validation}/    losses/{total,<term>}, perf/{steps,sequences}_per_second,
+                         the run's flags (rl755.common.tensorboard)
+Only the chief worker writes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from rl755.common import checkpoints, devices
+from rl755.common.errors import NonFiniteLossError
+from rl755.common.tensorboard import TrainingLogs
+from rl755.models.common.sequential import SequentialModel
+
+# What a resumed run must share with the run that made the checkpoints (the dataset, sequence
+# length and observation sampling may change, e.g. for a curriculum).
+IDENTITY_KEYS = (
+    "environment",
+    "model",
+    "model_class",
+    "representation_size",
+    "action_size",
+    "difference_targets",
+)
+OLD_FORMAT_FILE = "sequential_model.json"  # written by the trainer before the common format
+
+
+# ---- data --------------------------------------------------------------------------------------
+def autoregressive_dataset_fn(
+    builder,
+    sequence_length: int,
+    sample_observations: bool = False,
+    difference_targets: bool = False,
+    shuffle_buffer: int = 256,
+) -> Callable[[str], tf.data.Dataset]:
+    """`split -> get_autoregressive_slices(...)` with a shuffle buffer over slices."""
+
+    def dataset_fn(split: str) -> tf.data.Dataset:
+        ds = builder.get_autoregressive_slices(
+            sequence_length,
+            split=split,
+            sample_observations=sample_observations,
+            difference_targets=difference_targets,
+            repeat=True,
+        )
+        return ds.shuffle(shuffle_buffer) if shuffle_buffer > 1 else ds
+
+    return dataset_fn
+
+
+def check_sizes(model: SequentialModel, representation_size: int, action_size: int, what: str):
+    """Fails fast when the data's Z or A differ from the model's."""
+    if (model.representation_size, model.action_size) != (representation_size, action_size):
+        raise ValueError(
+            f"{what} holds representations of size {representation_size} and actions of size "
+            f"{action_size}, but model {model.name} expects Z={model.representation_size}, "
+            f"A={model.action_size}. Pick a model built for this dataset (e.g. pass "
+            "representation_size= to its constructor) or another dataset."
+        )
+
+
+def _check_element_spec(model: SequentialModel, ds: tf.data.Dataset) -> None:
+    spec = ds.element_spec
+    missing = {"inputs", "targets", "mask"} - set(spec)
+    if missing:
+        raise ValueError(f"dataset elements lack keys {sorted(missing)}; got {sorted(spec)}.")
+    z = spec["targets"].shape[-1]
+    a = spec["inputs"].shape[-1] - z
+    check_sizes(model, int(z), int(a), "The dataset")
+
+
+def _refuse_old_format(model_dir: str) -> None:
+    if os.path.exists(os.path.join(model_dir, OLD_FORMAT_FILE)):
+        raise ValueError(
+            f"{model_dir} holds checkpoints of the old format ({OLD_FORMAT_FILE}, "
+            "model-<step>.optimizer.npz), which this version does not resume (load_trained_model "
+            "still loads them). Train into another --model_dir."
+        )
+
+
+# ---- training ------------------------------------------------------------------------------------
+def _nonfinite_message(step: int, terms: dict, loss: float, model_dir: str) -> str:
+    bad = [k for k, v in terms.items() if not math.isfinite(v)]
+    last = checkpoints.newest_complete_checkpoint(model_dir)
+    return (
+        f"Non-finite loss at training step {step}: loss term(s) {', '.join(bad) or 'total'} "
+        f"not finite ({', '.join(f'{k}={v:.6g}' for k, v in terms.items())}; total {loss}). Training "
+        f"stopped; the last good checkpoint is {last.weights_path if last else 'none'}. Rerun "
+        "with --check_numerics (tf.debugging.enable_check_numerics) to stop at the first "
+        "operation that produces a NaN/Inf, and check the data (NaN/Inf in the encoded "
+        "rollouts) and the learning rate."
+    )
+
+
+def _loss_keys(values: dict) -> dict:
+    """{"loss": total, term: value} -> {"losses/total": ..., "losses/<term>": ...}."""
+    return {f"losses/{'total' if k == 'loss' else k}": v for k, v in values.items()}
+
+
+def fit_sequential_model(
+    model_fn: Callable[[], SequentialModel],
+    dataset_fn: Callable[[str], tf.data.Dataset],
+    model_dir: str,
+    train_steps: int,
+    batch_size: int,
+    learning_rate: float,
+    save_every_n_steps: int = 1000,
+    validation_steps: int = 10,
+    difference_targets: bool = False,
+    check_numerics: bool = False,
+    log_every_n_steps: int | None = None,
+    seed: int = 0,
+    strategy: tf.distribute.Strategy | None = None,
+    model_info: dict | None = None,
+    hparams: dict | None = None,
+) -> dict:
+    """Trains until `train_steps` steps in total (resuming from model_dir's newest checkpoint).
+
+    `model_info` goes into every checkpoint's marker (what was trained); `hparams` (the run's
+    flags, default: the arguments) into TensorBoard.
+    Returns {"start_step", "step", "replicas", "train_losses": [per-step loss of this run],
+    "step_seconds": [wall time of each step],
+    "last_terms": {term: value}, "validation": {term: value} (last), "checkpoint": path}.
+    Raises NonFiniteLossError at the first non-finite loss."""
+    for name, value in dict(
+        train_steps=train_steps, batch_size=batch_size, save_every_n_steps=save_every_n_steps
+    ).items():
+        if int(value) <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value}.")
+    if not learning_rate > 0:
+        raise ValueError(f"learning_rate must be > 0, got {learning_rate}.")
+    if check_numerics:
+        tf.debugging.enable_check_numerics()
+    strategy = strategy or devices.make_strategy()
+    replicas = strategy.num_replicas_in_sync
+    if batch_size % replicas:
+        raise ValueError(
+            f"batch_size {batch_size} must be divisible by the number of replicas ({replicas})."
+        )
+    chief = devices.is_chief(strategy)
+    log_every = log_every_n_steps or max(1, min(100, save_every_n_steps))
+    _refuse_old_format(model_dir)
+    os.makedirs(model_dir, exist_ok=True)
+
+    with strategy.scope():
+        model = model_fn()
+        if not isinstance(model, SequentialModel):
+            raise TypeError(f"model_fn returned {type(model).__name__}, not a SequentialModel.")
+        model.difference_targets = bool(difference_targets)
+        model.ensure_built()
+        optimizer = keras.optimizers.Adam(learning_rate)
+        optimizer.build(model.trainable_variables)
+
+    info = dict(model_info or {})
+    info.update(
+        model_class=type(model).__name__,
+        representation_size=model.representation_size,
+        action_size=model.action_size,
+        difference_targets=bool(difference_targets),
+    )
+    last = checkpoints.newest_complete_checkpoint(model_dir)
+    checkpoints.check_same_run(last, info, IDENTITY_KEYS, model_dir)
+    start_step = 0
+    if last is not None:
+        with strategy.scope():
+            model.load_weights(last.weights_path)
+            checkpoints.restore_optimizer(optimizer, last)
+        start_step = last.step
+        logging.info("Resuming from %s (step %d).", last.weights_path, start_step)
+    last_path = last.weights_path if last else None
+    if start_step >= train_steps:
+        logging.info("Already trained for %d >= %d steps; nothing to do.", start_step, train_steps)
+        return {
+            "start_step": start_step,
+            "step": start_step,
+            "train_losses": [],
+            "last_terms": {},
+            "validation": {},
+            "checkpoint": last_path,
+        }
+
+    # Reseed per resume so a resumed run does not replay the same data order.
+    tf.random.set_seed(seed + start_step)
+    train_ds = dataset_fn("train")
+    _check_element_spec(model, train_ds)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    train_ds = train_ds.batch(batch_size, drop_remainder=True).with_options(options)
+    train_iter = iter(strategy.experimental_distribute_dataset(train_ds.prefetch(2)))
+    val_iter = None
+    if validation_steps > 0:
+        try:
+            val_ds = dataset_fn("validation")
+        except FileNotFoundError as e:
+            raise FileNotFoundError(
+                f"{e} Or pass --validation_steps=0 to train without validation."
+            ) from e
+        val_ds = val_ds.batch(batch_size, drop_remainder=True)
+        val_iter = iter(strategy.experimental_distribute_dataset(val_ds.with_options(options)))
+
+    def replica_losses(batch, training):
+        preds = model(batch["inputs"], mask=batch["mask"], training=training)
+        sums, counts = model.loss_sums(batch, preds)
+        counts = tf.distribute.get_replica_context().all_reduce("sum", counts)
+        terms = {k: sums[k] / tf.maximum(counts[k], 1.0) for k in sums}
+        return model.combine_loss_terms(terms), terms
+
+    def train_replica(batch):
+        with tf.GradientTape() as tape:
+            loss, terms = replica_losses(batch, True)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss, terms
+
+    def reduce(per_replica):
+        return tf.nest.map_structure(
+            lambda v: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None), per_replica
+        )
+
+    @tf.function
+    def train_step(iterator):
+        return reduce(strategy.run(train_replica, args=(next(iterator),)))
+
+    @tf.function
+    def val_step(iterator):
+        return reduce(strategy.run(lambda b: replica_losses(b, False), args=(next(iterator),)))
+
+    logs = TrainingLogs(model_dir, enabled=chief)
+    if hparams is None:
+        hparams = dict(
+            info, train_steps=train_steps, batch_size=batch_size, learning_rate=learning_rate
+        )
+    logs.hparams(hparams, step=start_step)
+    result = {"start_step": start_step, "train_losses": [], "validation": {}}
+    result.update(checkpoint=last_path, replicas=replicas, step_seconds=[])
+    number = last.number if last is not None else 0
+    acc_terms: dict[str, float] = {}
+    acc_n, t_log = 0, time.perf_counter()
+    step = start_step
+    try:
+        while step < train_steps:
+            t_step = time.perf_counter()
+            loss, terms = train_step(train_iter)
+            step += 1
+            loss = float(loss)
+            terms = {k: float(v) for k, v in terms.items()}
+            if not math.isfinite(loss) or not all(math.isfinite(v) for v in terms.values()):
+                raise NonFiniteLossError(_nonfinite_message(step, terms, loss, model_dir))
+            result["train_losses"].append(loss)
+            result["step_seconds"].append(time.perf_counter() - t_step)
+            result["last_terms"] = terms
+            for k, v in {"loss": loss, **terms}.items():
+                acc_terms[k] = acc_terms.get(k, 0.0) + v
+            acc_n += 1
+            if step % log_every == 0 or step == train_steps:
+                elapsed = max(time.perf_counter() - t_log, 1e-9)
+                means = {k: v / acc_n for k, v in acc_terms.items()}
+                logs.scalars(
+                    "train",
+                    step,
+                    {
+                        **_loss_keys(means),
+                        "perf/steps_per_second": acc_n / elapsed,
+                        "perf/sequences_per_second": acc_n * batch_size / elapsed,
+                    },
+                )
+                logging.info(
+                    "step %d/%d  loss %.5f  (%.1f sequences/s)",
+                    step,
+                    train_steps,
+                    means["loss"],
+                    acc_n * batch_size / elapsed,
+                )
+                acc_terms, acc_n, t_log = {}, 0, time.perf_counter()
+            if step % save_every_n_steps == 0 or step == train_steps:
+                if val_iter is not None:
+                    result["validation"] = _validate(val_step, val_iter, validation_steps)
+                    logs.scalars("validation", step, _loss_keys(result["validation"]))
+                    logging.info(
+                        "step %d  validation loss %.5f", step, result["validation"]["loss"]
+                    )
+                if chief:
+                    number += 1
+                    ckpt = checkpoints.save_checkpoint(
+                        model_dir,
+                        number,
+                        model,
+                        dict(
+                            info,
+                            step=step,
+                            train_loss=loss,
+                            validation_loss=result["validation"].get("loss"),
+                        ),
+                        optimizer=optimizer,
+                    )
+                    result["checkpoint"] = ckpt.weights_path
+                    logging.info("Saved %s (step %d)", ckpt.weights_path, step)
+                t_log = time.perf_counter()
+    finally:
+        logs.close()
+    result["step"] = step
+    return result
+
+
+def _validate(val_step, val_iter, validation_steps: int) -> dict:
+    total: dict[str, float] = {}
+    for _ in range(validation_steps):
+        loss, terms = val_step(val_iter)
+        for k, v in {"loss": float(loss), **{k: float(v) for k, v in terms.items()}}.items():
+            total[k] = total.get(k, 0.0) + v
+    return {k: v / validation_steps for k, v in total.items()}

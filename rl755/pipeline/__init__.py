@@ -1,0 +1,35 @@
+"""The five World Models stages as one chain, locally or on SLURM (`scripts/pipeline.py`).
+
+    from rl755 import pipeline
+    preset = pipeline.PRESETS["demo"]
+    summary = pipeline.run_local(preset, out_dir="runs/demo")     # blocking, prints a table
+    results = pipeline.submit_slurm(preset, out_dir="/pine/scr/me/wm")   # afterok chain
+
+    presets.py   the sizes of a run, as each stage script's own flags (PRESETS, get_preset)
+    stages.py    where each stage reads and writes (Paths), the chain (build_stages), the
+                 names checked before anything runs (check_preset)
+    runners.py   run_local, submit_slurm
+    report.py    the closing table and the pictures
+
+Rerunning with the same out_dir resumes: every stage skips or continues finished work.
+"""
+
+from rl755.pipeline.presets import PRESETS, STAGE_SCRIPTS, Preset, get_preset
+from rl755.pipeline.report import collect_pictures, format_summary
+from rl755.pipeline.runners import run_local, submit_slurm
+from rl755.pipeline.stages import Paths, build_stages, check_preset, stage_environ
+
+__all__ = [
+    "PRESETS",
+    "STAGE_SCRIPTS",
+    "Paths",
+    "Preset",
+    "build_stages",
+    "check_preset",
+    "collect_pictures",
+    "format_summary",
+    "get_preset",
+    "run_local",
+    "stage_environ",
+    "submit_slurm",
+]

@@ -1,0 +1,230 @@
+"""The pipeline's presets: the sizes of a run, as each stage script's own flags.
+
+A preset names the environment and the trained models that connect the stages, and gives
+each stage's flags by the stage script's own flag names (`scripts/...`; validated by the
+script itself before anything runs, see `rl755.slurm.launcher.check_stage`). The pipeline
+adds only what wires the stages together (`rl755.pipeline.stages.WIRED_FLAGS`): paths,
+--environment, the names of the models a stage reads, seeds.
+
+    preset = PRESETS["demo"]
+    preset.train_encoder["representation_size"]     # 32 (scripts/models/train_obs_encoder.py)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+# Stage name -> its script (relative to the repo root); a preset gives each one's flags.
+STAGE_SCRIPTS = {
+    "collect": "scripts/data_gen/car_racing/parallel_rollout_main.py",
+    "train_encoder": "scripts/models/train_obs_encoder.py",
+    "encode": "scripts/data_gen/encode_raw_rollouts.py",
+    "train_sequential": "scripts/models/train_sequential_model.py",
+    "train_controller": "scripts/models/train_controller.py",
+    "evaluate": "scripts/models/evaluate_controller.py",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """Sizes of one pipeline run.
+
+    Attributes:
+      environment: Environments name.
+      encoder_name: the stage-2 encoder's registry function in saved_models (also its
+        directory name); stage 3 encodes with it, stage 5 uses it.
+      encoded_dataset: the stage-3 dataset class in rl755.data.<env>.encoded_rollouts.
+      sequential_name: the stage-4 model's registry function (and directory name).
+      controller_name: the stage-5 controller's registry function (and directory name).
+      collect, train_encoder, encode, train_sequential, train_controller, evaluate: flags of
+        each stage's script (`STAGE_SCRIPTS`) by their own names, e.g. train_encoder
+        {"model": "vae.Vae", "train_steps": 2000, ...}.
+      description: one line for `scripts/pipeline.py`.
+    """
+
+    environment: str
+    encoder_name: str
+    encoded_dataset: str
+    sequential_name: str
+    controller_name: str
+    collect: dict
+    train_encoder: dict
+    encode: dict
+    train_sequential: dict
+    train_controller: dict
+    evaluate: dict
+    description: str = ""
+
+    def stage_flags(self, stage: str) -> dict:
+        if stage not in STAGE_SCRIPTS:
+            raise ValueError(f"Unknown stage {stage!r}; valid: {', '.join(STAGE_SCRIPTS)}.")
+        return dict(getattr(self, stage))
+
+
+def _preset(base: dict, **fields) -> Preset:
+    """A Preset whose stage flags are `base`'s, updated by `fields`' (per stage)."""
+    merged = {k: v for k, v in base.items() if k not in STAGE_SCRIPTS}
+    for key, value in fields.items():
+        if key in STAGE_SCRIPTS:
+            merged[key] = {**base.get(key, {}), **value}
+        else:
+            merged[key] = value
+    for stage in STAGE_SCRIPTS:
+        merged.setdefault(stage, dict(base.get(stage, {})))
+    return Preset(**merged)
+
+
+_CAR_RACING = dict(
+    environment="CAR_RACING",
+    encoder_name="raw_rollout_vae_32ld",
+    encoded_dataset="RawRolloutVae32ld",
+    sequential_name="mdn_rnn_vae_32ld",
+    controller_name="linear_controller_vae_mdn_rnn",
+    collect={"policy": "HastingsRandomPolicy"},
+    train_encoder={"model": "vae.Vae", "representation_size": 32},
+    train_sequential={"model": "mdn_rnn.mdn_rnn", "sample_observations": True},
+    train_controller={"controller": "LinearController", "mode": "real", "temperature": 1.0},
+    evaluate={"compare_random": True},
+)
+
+PRESETS: dict[str, Preset] = {
+    # ~15 minutes on a 2-core CPU: enough to see every stage work and the controller beat
+    # the random policy; nowhere near the paper's score.
+    "demo": _preset(
+        _CAR_RACING,
+        description="CarRacing at a small size for a 2-core CPU (~15 min).",
+        collect=dict(num_rollouts=40, max_steps=300, parallelism=2, rollouts_per_shard=4),
+        train_encoder=dict(
+            train_steps=2000,
+            batch_size=32,
+            learning_rate=1e-3,
+            obs_sampled_per_rollout=50,
+            save_every_n_steps=500,
+        ),
+        train_sequential=dict(
+            train_steps=1500,
+            batch_size=16,
+            sequence_length=32,
+            learning_rate=1e-3,
+            save_every_n_steps=500,
+        ),
+        train_controller=dict(
+            cma_population_size=12,
+            cma_trials_per_member=1,
+            cma_generations=16,
+            rollout_max_steps=300,
+            sigma=0.5,
+            eval_every=8,
+            eval_episodes=2,
+            parallelism=2,
+        ),
+        evaluate=dict(num_episodes=5, max_steps=600),
+    ),
+    # The World Models paper's settings, for a cluster (pair with --launcher=slurm).
+    "world_models": _preset(
+        _CAR_RACING,
+        description="The paper's CarRacing settings: 10,000 rollouts, population 64 x 16 trials.",
+        collect=dict(num_rollouts=10000, max_steps=1000, parallelism=32, rollouts_per_shard=8),
+        train_encoder=dict(
+            train_steps=100000,
+            batch_size=100,
+            learning_rate=1e-4,
+            obs_sampled_per_rollout=100,
+            save_every_n_steps=5000,
+        ),
+        encode=dict(num_sub_shards=4),
+        train_sequential=dict(
+            train_steps=40000,
+            batch_size=100,
+            sequence_length=999,
+            learning_rate=1e-3,
+            save_every_n_steps=5000,
+        ),
+        train_controller=dict(
+            cma_population_size=64,
+            cma_trials_per_member=16,
+            cma_generations=2000,
+            rollout_max_steps=1000,
+            sigma=0.1,
+            eval_every=25,
+            eval_episodes=1024,
+            parallelism=32,
+        ),
+        evaluate=dict(num_episodes=100, max_steps=1000),
+    ),
+    # Seconds per stage on the fake environment: the end-to-end test.
+    "tiny": _preset(
+        dict(
+            _CAR_RACING,
+            environment="FAKE_PIXELS",
+            encoder_name="raw_rollout_vae_4ld",
+            encoded_dataset="RawRolloutVae4ld",
+            sequential_name="mdn_rnn_vae_4ld",
+        ),
+        description="Fake 16x16 environment, tiny models: every stage in seconds (tests).",
+        collect=dict(num_rollouts=12, max_steps=24, parallelism=2, rollouts_per_shard=3),
+        train_encoder=dict(
+            representation_size=4,
+            train_steps=30,
+            batch_size=16,
+            learning_rate=1e-3,
+            obs_sampled_per_rollout=8,
+            save_every_n_steps=15,
+        ),
+        train_sequential=dict(
+            train_steps=30,
+            batch_size=4,
+            sequence_length=8,
+            learning_rate=1e-3,
+            save_every_n_steps=15,
+        ),
+        train_controller=dict(
+            cma_population_size=4,
+            cma_trials_per_member=1,
+            cma_generations=2,
+            rollout_max_steps=24,
+            sigma=0.5,
+            eval_every=1,
+            eval_episodes=1,
+            parallelism=2,
+        ),
+        evaluate=dict(num_episodes=2, max_steps=24),
+    ),
+    # CarRacing at a tiny size: real frames and real model shapes, minutes (tests).
+    "tiny_car_racing": _preset(
+        _CAR_RACING,
+        description="CarRacing with the real model sizes, a few steps each (tests).",
+        collect=dict(num_rollouts=2, max_steps=30, parallelism=2, rollouts_per_shard=1),
+        train_encoder=dict(
+            train_steps=4,
+            batch_size=8,
+            learning_rate=1e-3,
+            obs_sampled_per_rollout=8,
+            save_every_n_steps=2,
+        ),
+        train_sequential=dict(
+            train_steps=4,
+            batch_size=2,
+            sequence_length=8,
+            learning_rate=1e-3,
+            save_every_n_steps=2,
+        ),
+        train_controller=dict(
+            cma_population_size=2,
+            cma_trials_per_member=1,
+            cma_generations=1,
+            rollout_max_steps=20,
+            sigma=0.5,
+            eval_every=0,
+            eval_episodes=1,
+            parallelism=2,
+        ),
+        evaluate=dict(num_episodes=1, max_steps=20),
+    ),
+}
+
+
+def get_preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise ValueError(f"Unknown preset {name!r}; valid: {', '.join(sorted(PRESETS))}.")
+    return PRESETS[name]

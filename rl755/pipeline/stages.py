@@ -1,0 +1,227 @@
+"""The pipeline's stages: where each reads and writes, and the chain of stage scripts.
+
+Everything a run makes lives under `out_dir`:
+
+    data/<env>/raw_rollouts/             stage 1: random-policy rollouts (GZIP TFRecord shards)
+    models/<env>/<encoder name>/         stage 2: VAE checkpoints, reconstructions PNG, TensorBoard
+    data/<env>/encoded_rollouts/<encoder name>/    stage 3: encoded rollouts
+    models/<env>/<sequential name>/      stage 4: MDN-RNN / transformer / LSTM checkpoints
+    models/<env>/<controller name>/      stage 5: CMA-ES state, best controller, learning_curve.png
+    evaluation/                          evaluation.json (controller vs random policy), episode.gif
+    pictures/                            the pictures worth looking at, collected in one place
+    pipeline_summary.json                stage, wall time, outputs, scores
+
+Each stage's script reads the previous stage's outputs from the standard locations, because
+the stages run with `RL755_DATA_DIR=<out_dir>/data` and `RL755_MODELS_DIR=<out_dir>/models`,
+and the trained models are used through the registries (`rl755.models.<env>.saved_models`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from rl755.environments import Environments
+from rl755.pipeline.presets import STAGE_SCRIPTS, Preset
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Flags the pipeline sets to connect the stages; a preset may not set them.
+WIRED_FLAGS = {
+    "collect": ("environment", "out_dir", "out_format", "compression", "seed"),
+    "train_encoder": ("environment", "model_dir", "num_threads"),
+    "encode": ("environment", "model", "split", "out_dir", "num_threads"),
+    "train_sequential": ("environment", "model_dir", "rollouts_dataset", "num_threads"),
+    "train_controller": ("environment", "model_dir", "encoder", "sequential_model", "seed"),
+    "evaluate": ("environment", "model_dir", "out_dir", "seed"),
+}
+ARRAY_ABOVE_ROLLOUTS = 200  # collection runs as a SLURM job array above this many rollouts
+
+
+@dataclasses.dataclass
+class Paths:
+    out_dir: str
+    env: Environments
+
+    @property
+    def data_dir(self) -> str:
+        return os.path.join(self.out_dir, "data")
+
+    @property
+    def models_dir(self) -> str:
+        return os.path.join(self.out_dir, "models")
+
+    def model_dir(self, name: str) -> str:
+        return os.path.join(self.models_dir, self.env.folder_name, name)
+
+    @property
+    def raw_dir(self) -> str:
+        return os.path.join(self.data_dir, self.env.folder_name, "raw_rollouts")
+
+    def encoded_dir(self, encoder_name: str) -> str:
+        return os.path.join(self.data_dir, self.env.folder_name, "encoded_rollouts", encoder_name)
+
+    @property
+    def evaluation_dir(self) -> str:
+        return os.path.join(self.out_dir, "evaluation")
+
+    @property
+    def pictures_dir(self) -> str:
+        return os.path.join(self.out_dir, "pictures")
+
+
+def stage_environ(out_dir: str) -> dict[str, str]:
+    """The environment variables every stage runs with."""
+    out_dir = os.path.abspath(out_dir)
+    return {
+        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+        "RL755_DATA_DIR": os.path.join(out_dir, "data"),
+        "RL755_MODELS_DIR": os.path.join(out_dir, "models"),
+    }
+
+
+def _flags(preset: Preset, stage: str, **wired) -> dict:
+    """The preset's flags of `stage` plus the wiring (which the preset may not set)."""
+    own = preset.stage_flags(stage)
+    clash = sorted(set(own) & set(WIRED_FLAGS[stage]))
+    if clash:
+        raise ValueError(
+            f"Preset flags {clash} of stage {stage!r} are set by the pipeline itself "
+            f"(it sets {', '.join(WIRED_FLAGS[stage])})."
+        )
+    return {**{k: v for k, v in wired.items() if v is not None}, **own}
+
+
+def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | None = None):
+    """The chain as `rl755.slurm.chain.Stage`s (absolute script paths)."""
+    from rl755.slurm.chain import Stage
+    from rl755.slurm.launcher import ArraySpec
+    from rl755.slurm.sbatch import Resources
+
+    env = Environments.from_name(preset.environment)
+    paths = Paths(os.path.abspath(out_dir), env)
+    e = env.name
+
+    def script(stage: str) -> str:
+        return os.path.join(REPO_ROOT, STAGE_SCRIPTS[stage])
+
+    parallelism = int(preset.collect.get("parallelism", 1))
+    cpu = Resources(cpus=max(2, parallelism), mem="16G", time="1-00:00:00")
+    gpu = Resources(partition="volta-gpu", gpus=1, cpus=4, mem="32G", time="2-00:00:00")
+    small = int(preset.collect.get("num_rollouts", 0)) <= ARRAY_ABOVE_ROLLOUTS
+    # Array tasks need distinct seeds (same seed = same rollouts): the decimal string
+    # "<seed + 1>000<task>" is unique per (seed, task) and fixed across reruns, so a rerun
+    # or requeue resumes instead of duplicating.
+    collect_seed = seed if small else f"{seed + 1}000{{global_index}}"
+    collect = _flags(
+        preset,
+        "collect",
+        environment=e,
+        out_format="tfrecord",
+        compression="GZIP",
+        out_dir=paths.raw_dir,
+        seed=collect_seed,
+    )
+    stages = [
+        Stage(
+            "collect",
+            script("collect"),
+            collect,
+            cpu,
+            array=None if small else ArraySpec(num_tasks=10, split=("num_rollouts",)),
+        ),
+        Stage(
+            "train_encoder",
+            script("train_encoder"),
+            _flags(
+                preset,
+                "train_encoder",
+                environment=e,
+                model_dir=paths.model_dir(preset.encoder_name),
+                num_threads=threads,
+            ),
+            gpu,
+        ),
+    ]
+    for split in ("train", "validation"):
+        encode = _flags(
+            preset,
+            "encode",
+            environment=e,
+            model=preset.encoder_name,
+            split=split,
+            out_dir=paths.encoded_dir(preset.encoder_name),
+            num_threads=threads,
+        )
+        stages.append(
+            Stage(f"encode_{split}", script("encode"), encode, gpu, after=("train_encoder",))
+        )
+    controller_dir = paths.model_dir(preset.controller_name)
+    stages += [
+        Stage(
+            "train_sequential",
+            script("train_sequential"),
+            _flags(
+                preset,
+                "train_sequential",
+                environment=e,
+                rollouts_dataset=preset.encoded_dataset,
+                model_dir=paths.model_dir(preset.sequential_name),
+                num_threads=threads,
+            ),
+            gpu,
+            after=("encode_train", "encode_validation"),
+        ),
+        Stage(
+            "train_controller",
+            script("train_controller"),
+            _flags(
+                preset,
+                "train_controller",
+                environment=e,
+                encoder=preset.encoder_name,
+                sequential_model=preset.sequential_name,
+                model_dir=controller_dir,
+                seed=seed,
+            ),
+            Resources(
+                cpus=max(2, int(preset.train_controller.get("parallelism", 2))),
+                mem="32G",
+                time="3-00:00:00",
+            ),
+        ),
+        Stage(
+            "evaluate",
+            script("evaluate"),
+            _flags(
+                preset,
+                "evaluate",
+                environment=e,
+                model_dir=controller_dir,
+                seed=10_000 + seed,
+                out_dir=paths.evaluation_dir,
+            ),
+            cpu,
+        ),
+    ]
+    return stages
+
+
+def check_preset(preset: Preset) -> None:
+    """Fails fast if a name in the preset does not resolve (before any compute), through the
+    stages' own resolvers. (Each stage's flags are checked by its script: `run_local`,
+    `submit_slurm`.)"""
+    from rl755.controller.resolve import saved_model_fn
+    from rl755.data_gen.collect import resolve_policy
+    from rl755.models.common.train_encoder import resolve_encoder_fn
+    from rl755.models.common.train_sequential import resolve_model_fn, resolve_rollouts_dataset
+
+    env = Environments.from_name(preset.environment)
+    for stage in STAGE_SCRIPTS:
+        _flags(preset, stage)
+    resolve_policy(env, preset.collect["policy"])
+    resolve_encoder_fn(env, preset.train_encoder["model"])
+    saved_model_fn(env, preset.encoder_name, "encoder")
+    resolve_rollouts_dataset(env, preset.encoded_dataset)
+    resolve_model_fn(env, preset.train_sequential["model"])
+    saved_model_fn(env, preset.sequential_name, "sequential_model")
+    saved_model_fn(env, preset.controller_name, "saved_controller")
