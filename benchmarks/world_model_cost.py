@@ -7,8 +7,8 @@ At the stated shape (Z and A of the environment's models; training batch B x L; 
 batch and context), for each model (untrained weights: cost does not depend on them):
   - training: a compiled Adam step on a synthetic batch in memory; sequences per CPU-second
     (all threads' CPU time) and per wall second;
-  - acting: the cached `step` (recurrent state / key-value cache, full after `context` steps)
-    plus the prediction heads, CPU and wall ms per step.
+  - acting: the cached `step` (recurrent state / key-value cache, full after `context` steps),
+    what the agent runs per environment step, CPU and wall ms per step.
 Medians of the timed repeats. Library: rl755.evaluation.cost.
 """
 
@@ -56,7 +56,10 @@ def main(argv):
     tf_setup.limit_threads(FLAGS.num_threads)
     from rl755.evaluation import cost
 
-    fns = {name: model_fn(FLAGS.environment, name) for name in FLAGS.models}  # fail fast
+    try:
+        fns = {name: model_fn(FLAGS.environment, name) for name in FLAGS.models}  # fail fast
+    except (LookupError, ValueError) as e:
+        raise app.UsageError(str(e)) from e
     print(
         f"{FLAGS.environment}; training: batch {FLAGS.batch_size} x {FLAGS.sequence_length} steps; "
         f"acting: batch {FLAGS.acting_batch_size}, after {FLAGS.context} steps; medians"

@@ -152,19 +152,47 @@ def test_next_step_nll_and_mse_of_a_known_mixture(difference_targets):
 
 
 def test_open_loop_of_a_known_drift_and_the_copy_baseline():
-    """Data drifting by exactly 0.75 per step: the mixture's mean follows it with zero error
-    at every horizon, while holding the last z is off by (0.75 k)^2."""
-    data = from_episodes(random_walk_rollouts([30, 12, 25], step=0.75))
+    """Data drifting by exactly 0.5 per step, a model whose mean drifts by 0.75: fed its own
+    predictions, it is off by 0.25 k after k steps; holding the last z is off by 0.5 k."""
+    data = from_episodes(random_walk_rollouts([30, 12, 25], step=0.5))
     windows = open_loop.sample_windows(data.lengths, 3, 20, num_starts=10, seed=1)
     assert len(windows) == 10 and np.all(windows[:, 1] + 23 <= data.lengths[windows[:, 0]])
     all_windows = open_loop.sample_windows(data.lengths, 3, 20, num_starts=1000)
     assert len(all_windows) == (30 - 23 + 1) + (25 - 23 + 1)  # rollout 1 is too short
     ol = open_loop.open_loop(RandomWalkMixture(), data, windows, 3, horizons=(1, 5, 20))
-    assert np.allclose(ol.summary()["z_mse"], 0.0, atol=1e-9)
+    np.testing.assert_allclose(ol.summary()["z_mse"], [(0.25 * k) ** 2 for k in (1, 5, 20)], 1e-5)
     base = open_loop.copy_last_z_mse(data, windows, 3, (1, 5, 20))
-    np.testing.assert_allclose(base, [(0.75 * k) ** 2 for k in (1, 5, 20)], rtol=1e-5)
+    np.testing.assert_allclose(base, [(0.5 * k) ** 2 for k in (1, 5, 20)], rtol=1e-5)
     with pytest.raises(BadInput, match="--horizons"):
         open_loop.sample_windows(data.lengths, 3, 40, num_starts=4)
+
+
+def test_sampled_open_loop_is_seeded_and_reaches_every_model_kind():
+    """At temperature > 0 a mixture model feeds itself samples: the same seed gives the same
+    numbers, another seed others; deterministic models give their prediction either way."""
+    from rl755.models.fake import lstm, mdn_rnn
+
+    rng = np.random.default_rng(0)
+    eps = [
+        {
+            "observations": rng.normal(size=(12, 4)),
+            "actions": rng.uniform(-1, 1, (12, 3)),
+            "rewards": rng.normal(size=12),
+            "done": False,
+        }
+        for _ in range(3)
+    ]
+    data = from_episodes(eps)
+    windows = open_loop.sample_windows(data.lengths, 2, 5, num_starts=6)
+    mdn, det = mdn_rnn.mdn_rnn(), lstm.deterministic_lstm(difference_targets=True)
+
+    def run(model, temperature, seed):
+        ol = open_loop.open_loop(model, data, windows, 2, (1, 5), temperature, seed)
+        return ol.summary()["z_mse"]
+
+    assert run(mdn, 1.0, 3) == run(mdn, 1.0, 3) != run(mdn, 1.0, 4)
+    assert run(mdn, 0.0, 3) == run(mdn, 0.0, 4)  # the mixture mean
+    assert run(det, 1.0, 3) == run(det, 0.0, 4)
 
 
 def test_calibration_numbers_by_hand():

@@ -8,8 +8,8 @@
 Training: one compiled Adam step on a fixed synthetic batch (inputs [B, L, Z + A], random
 targets, every head's target present), so the data pipeline is not what is measured.
 Acting: the cached `step` (recurrent state or key/value cache) on [B, Z] + [B, A] after
-`context` steps (a transformer's cache full), plus `predict_from_hidden` when the model has
-it (what acting or dreaming reads every step). CPU time is `time.process_time()` (all
+`context` steps (a transformer's cache full): what the agent runs per environment step to
+get h_t for the controller. CPU time is `time.process_time()` (all
 threads of this process), the steadier figure on a shared machine; medians of the timed
 repeats after warm-up.
 """
@@ -86,7 +86,7 @@ def training_cost(
 def acting_cost(
     model_fn, batch_size: int = 1, context: int = 128, steps: int = 50, warmup: int = 5
 ) -> dict:
-    """CPU and wall milliseconds per cached `step` (+ predictions) after `context` steps."""
+    """CPU and wall milliseconds per cached `step` after `context` steps."""
     model = model_fn()
     rng = np.random.default_rng(0)
     z = tf.constant(rng.normal(size=(batch_size, model.representation_size)), tf.float32)
@@ -95,19 +95,10 @@ def acting_cost(
     for _ in range(context):
         _, state = model.step(z, a, state)
     box = {"state": state}
-    try:
-        model.predict_from_hidden(model.step(z, a, state)[0])
-        predicts = True
-    except NotImplementedError:
-        predicts = False
 
     def act():
         h, box["state"] = model.step(z, a, box["state"])
-        if predicts:
-            out = model.predict_from_hidden(h)
-            next(iter(out.values())).numpy()
-        else:
-            h.numpy()
+        h.numpy()
 
     wall, cpu = _median_seconds(act, steps, warmup)
     return {
