@@ -1,0 +1,454 @@
+"""The world-model benchmark (rl755.evaluation, scripts/models/evaluate_world_model.py):
+numbers that can be known exactly, an exact model against a wrong one, the script end to
+end, bad input."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rl755.common.errors import BadInput
+from rl755.evaluation import benchmark, calibration, cost, gap, next_step, open_loop
+from rl755.evaluation.rollouts import from_episodes
+from rl755.models.common.sequential import SequentialModel
+from rl755.testing import fake_env
+from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GRID = fake_env.SIZE - 2  # x is drawn at round(x * GRID)
+
+
+# ---- models whose scores are known ---------------------------------------------------------------
+class DrawingEncoder(FakeLatentEncoder):
+    """FakeLatentEncoder with an exact decoder: z = [x_hat, speed_hat] -> the env's frame."""
+
+    def decode(self, z):
+        z = np.asarray(z)
+        s = self.size
+        frames = np.zeros((len(z), s, s, 3), np.float32)
+        for i, (x, speed) in enumerate(z):
+            col = int(round(x * (s - 2)))
+            frames[i, : s - 2, col : col + 2, 0] = 255
+            frames[i, : s - 2, col : col + 2, 1] = 128
+            frames[i, s - 1, : int(round(speed * (s - 1))) + 1, 2] = 200
+        return tf.constant(frames / 255.0)
+
+
+class HalfSteering(FakeDynamicsModel):
+    """A wrong model: steering moves the column half as far as it really does."""
+
+    def step(self, z, a, state):
+        return super().step(z, tf.cast(a, tf.float32) * [0.5, 1.0, 1.0], state)
+
+
+class RandomWalkMixture(SequentialModel):
+    """z_{t+1} - z_t ~ 0.25 N(0, 1) + 0.75 N(1, 0.5^2) in each dimension; hidden = z_t."""
+
+    def __init__(self, difference_targets=False, **kwargs):
+        super().__init__(**kwargs)
+        self.difference_targets = difference_targets
+
+    representation_size = 3
+    action_size = 2
+    hidden_size = 3
+
+    def get_loss_fn(self):
+        raise NotImplementedError
+
+    def get_hidden_representation(self, x, mask=None, training=None, position=-1):
+        return x[:, position, :3]
+
+    def initial_state(self, batch_size):
+        return tf.zeros([batch_size])
+
+    def step(self, z, a, state):
+        return tf.cast(z, tf.float32), state
+
+    def predict_from_hidden(self, hidden):
+        base = tf.zeros_like(hidden) if self.difference_targets else hidden
+        shape = tf.concat([tf.shape(hidden), [2]], 0)
+        return {
+            "mdn_logits": tf.broadcast_to(tf.math.log([0.25, 0.75]), shape),
+            "mdn_locs": base[..., None] + tf.constant([0.0, 1.0]),
+            "mdn_scales": tf.broadcast_to(tf.constant([1.0, 0.5]), shape),
+        }
+
+
+def random_walk_rollouts(lengths, seed=0, step=None):
+    rng = np.random.default_rng(seed)
+    eps = []
+    for n in lengths:
+        dz = rng.normal(size=(n, 3)) if step is None else np.full((n, 3), step)
+        eps.append(
+            {
+                "observations": np.cumsum(dz, axis=0).astype(np.float32),
+                "actions": rng.normal(size=(n, 2)).astype(np.float32),
+                "rewards": rng.normal(size=n).astype(np.float32),
+                "done": False,
+            }
+        )
+    return eps
+
+
+def fake_env_rollouts(num=12, seed=0):
+    """Real FAKE_PIXELS episodes encoded by FakeLatentEncoder that the exact model
+    reproduces exactly: the column starts on the pixel grid and steering moves it by whole
+    cells, except that a move onto a wall steers fully (clipped to exactly 0 or 1; a
+    floating-point sum landing a hair short of the wall would not count as touching it).
+    Every third episode drives into a wall and terminates."""
+    rng = np.random.default_rng(seed)
+    enc = FakeLatentEncoder()
+    eps = []
+    for i in range(num):
+        env = fake_env.FakePixelEnv()
+        env.reset(seed=seed + i)
+        env._x = round(env._x * GRID) / GRID
+        frame, frames, actions, rewards, done = env._frame(), [], [], [], False
+        for _ in range(fake_env.MAX_STEPS):
+            cells = (3 if i % 2 else -3) if i % 3 == 0 else int(rng.integers(-3, 4))
+            target = round(env._x * GRID) + cells
+            steer = cells * 2 / 7 if 0 < target < GRID else float(np.sign(cells))
+            pedal = rng.uniform()
+            action = np.array([steer, pedal, pedal], np.float32)  # gas = brake: speed stays 0
+            frames.append(frame)
+            frame, r, done, _, _ = env.step(action)
+            actions.append(action)
+            rewards.append(r)
+            if done:
+                break
+        z = enc.compute_representation(np.stack(frames)).numpy()
+        eps.append({"observations": z, "actions": actions, "rewards": rewards, "done": done})
+    return eps
+
+
+# ---- exact numbers -------------------------------------------------------------------------------
+@pytest.mark.parametrize("difference_targets", [False, True])
+def test_next_step_nll_and_mse_of_a_known_mixture(difference_targets):
+    lengths = [7, 3, 11, 1, 5]  # padded to 11; padding and last steps must not count
+    data = from_episodes(random_walk_rollouts(lengths))
+    model = RandomWalkMixture(difference_targets=difference_targets)
+    pred = next_step.teacher_forced(model, data, chunk_length=4)
+    got = next_step.next_step_metrics(pred, data)
+
+    def normal(x, mu, sd):
+        return np.exp(-0.5 * ((x - mu) / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+
+    nll, se = [], []
+    for e in random_walk_rollouts(lengths):
+        z = e["observations"].astype(np.float64)
+        dz = z[1:] - z[:-1]  # [n - 1, 3]
+        p = 0.25 * normal(dz, 0, 1) + 0.75 * normal(dz, 1, 0.5)
+        nll += list(-np.log(p).mean(axis=1))
+        se += list(np.square(dz - 0.75).mean(axis=1))  # mixture mean: z_t + 0.75
+    assert got["num_targets"] == sum(lengths) - len(lengths) == len(nll)
+    np.testing.assert_allclose(got["z_nll_per_dim"], np.mean(nll), rtol=1e-5)
+    np.testing.assert_allclose(got["z_mse"], np.mean(se), rtol=1e-5)
+    assert pred.reward is None and pred.done_prob is None
+
+
+def test_open_loop_of_a_known_drift_and_the_copy_baseline():
+    """Data drifting by exactly 0.5 per step, a model whose mean drifts by 0.75: fed its own
+    predictions, it is off by 0.25 k after k steps; holding the last z is off by 0.5 k."""
+    data = from_episodes(random_walk_rollouts([30, 12, 25], step=0.5))
+    windows = open_loop.sample_windows(data.lengths, 3, 20, num_starts=10, seed=1)
+    assert len(windows) == 10 and np.all(windows[:, 1] + 23 <= data.lengths[windows[:, 0]])
+    all_windows = open_loop.sample_windows(data.lengths, 3, 20, num_starts=1000)
+    assert len(all_windows) == (30 - 23 + 1) + (25 - 23 + 1)  # rollout 1 is too short
+    ol = open_loop.open_loop(RandomWalkMixture(), data, windows, 3, horizons=(1, 5, 20))
+    np.testing.assert_allclose(ol.summary()["z_mse"], [(0.25 * k) ** 2 for k in (1, 5, 20)], 1e-5)
+    base = open_loop.copy_last_z_mse(data, windows, 3, (1, 5, 20))
+    np.testing.assert_allclose(base, [(0.5 * k) ** 2 for k in (1, 5, 20)], rtol=1e-5)
+    with pytest.raises(BadInput, match="--horizons"):
+        open_loop.sample_windows(data.lengths, 3, 40, num_starts=4)
+
+
+def test_sampled_open_loop_is_seeded_and_reaches_every_model_kind():
+    """At temperature > 0 a mixture model feeds itself samples: the same seed gives the same
+    numbers, another seed others; deterministic models give their prediction either way."""
+    from sequential_helpers import fake_model
+
+    rng = np.random.default_rng(0)
+    eps = [
+        {
+            "observations": rng.normal(size=(12, 4)),
+            "actions": rng.uniform(-1, 1, (12, 3)),
+            "rewards": rng.normal(size=12),
+            "done": False,
+        }
+        for _ in range(3)
+    ]
+    data = from_episodes(eps)
+    windows = open_loop.sample_windows(data.lengths, 2, 5, num_starts=6)
+    mdn, det = fake_model("mdn_rnn.mdn_rnn")(), fake_model("lstm.deterministic_lstm")(
+        difference_targets=True
+    )
+
+    def run(model, temperature, seed):
+        ol = open_loop.open_loop(model, data, windows, 2, (1, 5), temperature, seed)
+        return ol.summary()["z_mse"]
+
+    assert run(mdn, 1.0, 3) == run(mdn, 1.0, 3) != run(mdn, 1.0, 4)
+    assert run(mdn, 0.0, 3) == run(mdn, 0.0, 4)  # the mixture mean
+    assert run(det, 1.0, 3) == run(det, 0.0, 4)
+
+
+def test_calibration_numbers_by_hand():
+    p = np.array([[0.1, 0.9, 0.0], [0.5, 0.5, 0.7]])
+    y = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    mask = np.array([[1, 1, 1], [1, 1, 0]], np.float32)  # the 0.7 / 1.0 step is padding
+    m = calibration.episode_end_metrics(p, y, mask, num_bins=2, hazard_bin_width=1)
+    np.testing.assert_allclose(m["brier"], (0.01 + 0.01 + 0 + 0.25 + 0.25) / 5)
+    np.testing.assert_allclose(m["brier_base_rate"], (4 * 0.2**2 + 0.8**2) / 5)
+    assert m["real_ends"] == 1 and m["num_steps"] == 5
+    np.testing.assert_allclose(m["predicted_ends"], 2.0)
+    rel = m["reliability"]  # bins [0, 0.5) and [0.5, 1]
+    assert rel["count"] == [2, 3]
+    np.testing.assert_allclose(rel["mean_predicted"], [0.05, 1.9 / 3])
+    np.testing.assert_allclose(rel["observed"], [0.0, 1 / 3])
+    haz = m["hazard"]
+    assert haz["at_risk"] == [2, 2, 1] and haz["step_start"] == [0, 1, 2]
+    np.testing.assert_allclose(haz["real"], [0.0, 0.5, 0.0])
+    np.testing.assert_allclose(haz["predicted"], [0.3, 0.7, 0.0])
+    r = calibration.reward_metrics(p, y, mask)
+    np.testing.assert_allclose([r["mse"], r["bias"]], [0.104, (0.1 - 0.1 + 0 + 0.5 + 0.5) / 5])
+
+
+def test_exact_model_scores_perfectly_and_a_wrong_model_worse():
+    data = from_episodes(fake_env_rollouts())
+    assert 0 < data.terminated.sum() < data.num_rollouts
+    settings = benchmark.Settings(
+        horizons=(1, 2, 5, 10), context_length=3, num_starts=40, chunk_length=24, seed=2
+    )
+    decode = DrawingEncoder().decode
+    exact = benchmark.evaluate_world_model("exact", FakeDynamicsModel(), data, settings, decode)
+    wrong = benchmark.evaluate_world_model("wrong", HalfSteering(), data, settings, decode)
+    e, w = exact.summary, wrong.summary
+    assert e["next_step"]["z_mse"] == 0.0 and e["next_step"]["z_nll_per_dim"] is None
+    assert e["open_loop"]["z_mse"] == [0.0] * 4 and e["open_loop"]["frame_mse"] == [0.0] * 4
+    assert e["open_loop"]["num_windows"] == 40
+    assert e["episode_end"]["brier"] == 0.0
+    assert e["episode_end"]["predicted_ends"] == e["episode_end"]["real_ends"] > 0
+    ends = e["episode_end"]["hazard"]
+    assert ends["predicted"] == ends["real"]
+    assert e["reward"]["mse"] < 1e-12
+    # The wrong model is worse everywhere, and its open-loop error grows with the horizon.
+    assert w["next_step"]["z_mse"] > 1e-4
+    assert np.all(np.diff(w["open_loop"]["z_mse"]) > 0) and w["open_loop"]["z_mse"][0] > 0
+    assert min(w["open_loop"]["frame_mse"]) > 0
+    assert w["episode_end"]["brier"] > 0.01 and w["reward"]["mse"] > 1e-4
+    frames = exact.example_frames
+    assert frames["real"].shape == (3, 5, 16, 16, 3)
+    np.testing.assert_array_equal(frames["real"], frames["predicted"])
+    table = benchmark.format_table([exact, wrong], benchmark.baselines(data, settings))
+    assert "exact" in table and "open-loop z MSE k=10" in table and "copy z_t" in table
+
+
+def test_dream_gap_number():
+    g = {
+        "num_episodes": 3,
+        "seed": 0,
+        "temperature": 1.0,
+        "max_steps": 10,
+        "policies": {
+            "random": {"dream": {"mean": 1.0}, "real": {"mean": 2.0}},
+            "constant:x": {"dream": {"mean": -3.0}, "real": {"mean": -1.0}},
+            "controller": {"dream": {"mean": 100.0}, "real": {"mean": 0.0}},
+        },
+    }
+    s = gap.summarize_gap(g)
+    assert s["mean_abs_gap"] == 1.5 and s["relative_gap"] == 1.0
+    assert set(s["policies"]) == {"random", "constant:x"}
+    # The exact model's dream differs from the real episode only by where the first frame
+    # shows the column (|x_hat - x| <= 1/28, so at most 1/14 of reward per step); a model that
+    # steers half as far misjudges the policies that steer.
+    kw = dict(num_episodes=3, seed=10, max_steps=24)
+    exact = gap.model_dream_gap("FAKE_PIXELS", FakeLatentEncoder, FakeDynamicsModel, **kw)
+    wrong = gap.model_dream_gap("FAKE_PIXELS", FakeLatentEncoder, HalfSteering, **kw)
+    for name, v in exact["policies"].items():
+        assert name == "random" or abs(v["dream"] - v["real"]) <= 24 / 14, (name, v)
+    assert exact["mean_abs_gap"] < wrong["mean_abs_gap"], (exact, wrong)
+    for name in ("constant:a0_low", "constant:a0_high"):
+        e, w = exact["policies"][name], wrong["policies"][name]
+        assert e["real"] == w["real"] and abs(w["dream"] - w["real"]) > abs(e["dream"] - e["real"])
+
+
+def test_cost_figures_of_a_tiny_model():
+    from sequential_helpers import fake_model
+
+    t = cost.training_cost(fake_model("lstm.deterministic_lstm"), 4, 5, steps=2, warmup=1)
+    a = cost.acting_cost(
+        fake_model("lstm.deterministic_lstm"), batch_size=2, context=3, steps=3, warmup=1
+    )
+    assert t["sequences_per_cpu_second"] > 0 and t["params"] > 0
+    assert a["cpu_ms_per_step"] >= 0 and a["wall_ms_per_step"] > 0
+
+
+# ---- the script ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def mdn_run(tmp_path_factory):
+    """A scripts/models/train_sequential_model.py directory: the tiny MDN-RNN with heads
+    after one training step (the weights do not matter here)."""
+    from sequential_helpers import fake_model, fixed_slices
+
+    from rl755.common import devices
+    from rl755.models.common import sequential_loop
+
+    model_dir = tmp_path_factory.mktemp("runs") / "mdn_run"
+    sequential_loop.fit_sequential_model(
+        fake_model("mdn_rnn.mdn_rnn_with_heads"),
+        fixed_slices(),
+        str(model_dir),
+        train_steps=1,
+        batch_size=2,
+        learning_rate=1e-3,
+        save_every_n_steps=1,
+        validation_steps=0,
+        strategy=devices.cpu_strategy(1),
+        model_info={"environment": "FAKE_PIXELS", "model": "mdn_rnn.mdn_rnn_with_heads"},
+    )
+    return model_dir
+
+
+def _saved_models(mdn_run):
+    """An untrained saved encoder and `mdn_run` as a saved sequential model, where
+    the zoo looks for them (this test's models dir)."""
+    from rl755.common import checkpoints, config
+    from rl755.models.common.train_encoder import build_encoder, make_encoder
+
+    models = config.env_models_dir("fake")
+    vae = make_encoder("FAKE_PIXELS", "vae.Vae", 4)
+    build_encoder(vae, fake_env.FakePixelEnv().observation_space.shape)
+    info = {"model": "vae.Vae", "representation_size": 4, "environment": "FAKE_PIXELS"}
+    checkpoints.save_checkpoint(str(models / "raw_rollout_vae_4ld"), 1, vae, info)
+    shutil.copytree(mdn_run, models / "mdn_rnn_with_heads_vae_4ld")
+
+
+def _pattern(directory, **kw):
+    from sequential_helpers import write_encoded_dataset
+
+    return str(write_encoded_dataset(directory, **kw) / "encoded-{split}*.tfrecord-*")
+
+
+def _start_script(*args):
+    return subprocess.Popen(
+        [sys.executable, os.path.join(REPO, "scripts/models/evaluate_world_model.py"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": REPO},
+    )
+
+
+def _finish(proc):
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, out, err
+
+
+def test_script_end_to_end_writes_json_table_and_pictures(tmp_path, mdn_run):
+    _saved_models(mdn_run)
+    pattern = _pattern(tmp_path / "enc", rollouts_per_split=3, steps=12)
+    out_dir = tmp_path / "bench"
+    good = _start_script(
+        "--environment=FAKE_PIXELS",
+        "--encoder=raw_rollout_vae_4ld",
+        "--sequential_model=mdn_rnn_with_heads_vae_4ld",
+        f"--sequential_model_dir={mdn_run}",
+        f"--rollouts_pattern={pattern}",
+        "--horizons=1,2,5",
+        "--context_length=2",
+        "--num_starts=6",
+        "--chunk_length=6",
+        "--dream_gap_episodes=2",
+        "--dream_max_steps=6",
+        "--num_examples=2",
+        f"--out_dir={out_dir}",
+    )
+    bad = _start_script(  # at the same time (the machine's other core)
+        "--environment=FAKE_PIXELS",
+        "--sequential_model=no_such_model",
+        f"--rollouts_pattern={pattern}",
+        f"--out_dir={tmp_path / 'bad'}",
+    )
+    code, stdout, stderr = _finish(good)
+    bad_code, _, bad_stderr = _finish(bad)
+    assert code == 0, stderr[-3000:]
+    assert "mdn_rnn_with_heads_vae_4ld" in stdout and "mdn_run" in stdout
+    result = json.loads((out_dir / "world_model_benchmark.json").read_text())
+    assert [m["model"] for m in result["models"]] == ["mdn_rnn_with_heads_vae_4ld", "mdn_run"]
+    saved, run = result["models"]
+    assert saved["next_step"] == run["next_step"]  # the same weights, found both ways
+    assert saved["mixture"] and np.isfinite(saved["next_step"]["z_nll_per_dim"])
+    for m in result["models"]:
+        assert m["open_loop"]["horizons"] == [1, 2, 5] and len(m["open_loop"]["frame_mse"]) == 3
+        assert m["episode_end"]["num_steps"] == 36 and m["reward"]["mse"] >= 0
+        assert m["dream_gap"]["num_episodes"] == 2 and m["dream_gap"]["mean_abs_gap"] >= 0
+    assert result["rollouts"]["num_rollouts"] == 3 and result["rollouts"]["split"] == "validation"
+    for name in (
+        "table.txt",
+        "open_loop_error.png",
+        "calibration.png",
+        "frames_mdn_rnn_with_heads_vae_4ld.png",
+        "frames_mdn_run.png",
+    ):
+        assert (out_dir / name).stat().st_size > 0, name
+    assert not [p for p in os.listdir(out_dir) if ".tmp" in p]
+    assert os.listdir(out_dir / "runs")
+
+    assert bad_code != 0 and "Traceback" not in bad_stderr
+    assert "no_such_model" in bad_stderr and "mdn_rnn_vae_4ld" in bad_stderr
+
+
+def test_bad_input_names_the_flag(tmp_path, mdn_run):
+    from rl755.evaluation.run import run_benchmark
+
+    pattern = _pattern(tmp_path / "enc", rollouts_per_split=2, steps=8)
+    ok = dict(
+        environment="FAKE_PIXELS",
+        out_dir=str(tmp_path / "o"),
+        rollouts_pattern=pattern,
+        settings=benchmark.Settings(horizons=(1, 2), context_length=2, num_starts=4),
+    )
+
+    def fails(match, **kw):
+        with pytest.raises(BadInput, match=match):
+            run_benchmark(**{**ok, **kw})
+
+    fails("at least one --sequential_model")
+    fails("saved_models.*mdn_rnn_vae_4ld", sequential_models=["nope"])
+    fails("--sequential_model_dir=.*missing", sequential_model_dirs=[str(tmp_path / "missing")])
+    seq_dir = tmp_path / "seq"
+    seq_dir.mkdir()
+    fails("--sequential_model_dir.*seq", sequential_model_dirs=[str(seq_dir)])  # empty dir
+    fails("--split", sequential_models=["mdn_rnn_vae_4ld"], split="test")
+    fails("--encoder", sequential_models=["mdn_rnn_vae_4ld"], dream_gap_episodes=2)
+    fails("nope.*--encoder", sequential_models=["mdn_rnn_vae_4ld"], encoder="nope")
+    fails("'\\{split\\}'", sequential_models=["mdn_rnn_vae_4ld"], rollouts_pattern="/x/*.tfrecord")
+    fails(  # a pattern alone needs its dataset_info.json
+        "--rollouts_pattern=.*dataset_info",
+        sequential_models=["mdn_rnn_vae_4ld"],
+        rollouts_pattern=str(tmp_path / "none-{split}*"),
+    )
+    fails(
+        "--rollouts_dataset/--rollouts_pattern.*no 'validation' shards",
+        sequential_models=["mdn_rnn_vae_4ld"],
+        rollouts_dataset="RawRolloutVae4ld",
+        rollouts_pattern=str(tmp_path / "none-{split}*"),
+    )
+    fails("--rollouts_dataset", sequential_models=["mdn_rnn_vae_4ld"], rollouts_dataset="Nope")
+    fails(
+        "--horizons",
+        sequential_models=["mdn_rnn_vae_4ld"],
+        settings=benchmark.Settings(horizons=(1, 50)),
+    )
+    (tmp_path / "f").write_text("")
+    fails("--out_dir", sequential_models=["mdn_rnn_vae_4ld"], out_dir=str(tmp_path / "f"))
+    fails(  # a model of another Z than the data
+        "Z=4.*Z=2",
+        sequential_model_dirs=[str(mdn_run)],
+        rollouts_pattern=_pattern(tmp_path / "z2", rollouts_per_split=2, steps=8, z=2),
+    )
