@@ -43,7 +43,7 @@ class Preset:
 
     Attributes:
       environment: Environments name.
-      policy: stage-1 policy in rl755.models.<env>.policies.
+      policy: stage-1 policy name (rl755.policies.policy_names(environment)).
       num_rollouts, max_steps, parallelism, rollouts_per_shard: stage 1 (collection).
       encoder_model: stage-2 model under rl755.models.<env>, e.g. "vae.Vae".
       encoder_name: its registry function in saved_models (also its directory name).
@@ -428,11 +428,12 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
 def check_preset(preset: Preset) -> None:
     """Fails fast if a name in the preset does not resolve (before any compute)."""
     from rl755.common.lookup import resolve
+    from rl755.policies import resolve_policy
 
     env = Environments.from_name(preset.environment)
     models = env.folder_module("models")
     data = env.folder_module("data")
-    resolve(models, f"policies.{preset.policy}", what="policy")
+    resolve_policy(env, preset.policy)
     resolve(models, preset.encoder_model, what="encoder model")
     resolve(models, f"saved_models.{preset.encoder_name}", what="saved encoder")
     resolve(data, f"encoded_rollouts.{preset.encoded_dataset}", what="encoded dataset")
