@@ -24,12 +24,14 @@ def main(argv):
     del argv
     from rl755.data_gen.policy_stats import measure_policy
     from rl755.environments import Environments
-    from rl755.models.car_racing import policies
+    from rl755.policies import resolve_policy
 
     candidates = {
-        "RandomPolicy": policies.RandomPolicy,
-        "Hastings, no track pull": lambda: policies.HastingsRandomPolicy(track_pull=0.0),
-        "HastingsRandomPolicy": policies.HastingsRandomPolicy,
+        "RandomPolicy": resolve_policy("CAR_RACING", "RandomPolicy"),
+        "Hastings, no track pull": resolve_policy(
+            "CAR_RACING", "HastingsRandomPolicy", track_pull=0.0
+        ),
+        "HastingsRandomPolicy": resolve_policy("CAR_RACING", "HastingsRandomPolicy"),
     }
     print(f"CAR_RACING, {FLAGS.num_rollouts} rollouts x {FLAGS.max_steps} steps, seed {FLAGS.seed}")
     for name, fn in candidates.items():

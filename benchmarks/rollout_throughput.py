@@ -34,7 +34,7 @@ tf_setup.quiet()
 FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", "CAR_RACING", "Environments enum name.")
 flags.DEFINE_string(
-    "policy", "RandomPolicy", "Policy name (tool run) in rl755.models.<env>.policies."
+    "policy", "RandomPolicy", "Policy name (tool run): rl755.policies.policy_names(environment)."
 )
 flags.DEFINE_integer("num_rollouts", 4, "Rollouts per repeat.")
 flags.DEFINE_integer("max_steps", 300, "Steps per rollout.")
@@ -105,7 +105,7 @@ def _tool_run(
 
 def main(argv):
     del argv
-    from rl755.data_gen.gym_rollouts import ray_session
+    from rl755.common.ray_pool import ray_session
 
     p = FLAGS.parallelism
     print(

@@ -8,9 +8,9 @@ from rl755.controller import networks as controllers
 from rl755.controller import resolve
 from rl755.controller.agent import AgentSpec, run_episodes
 from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
-from rl755.controller.policy import WorldModelPolicy
-from rl755.data_gen import gym_rollouts
+from rl755.data_gen import episodes
 from rl755.environments import Environments
+from rl755.policies.learned import WorldModelPolicy
 from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder
 
 ENV = Environments.FAKE_PIXELS
@@ -92,7 +92,7 @@ def test_batched_episodes_equal_single_episodes_and_policy_interface():
         alone = run_episodes(envs, agent, params[i : i + 1], seeds[i : i + 1], 24)
         assert alone["returns"][0] == pytest.approx(together["returns"][i], abs=1e-5)
         assert alone["steps"][0] == together["steps"][i]
-        rollout = gym_rollouts.single_rollout(
+        rollout = episodes.single_rollout(
             ENV.make_fn(), WorldModelPolicy(spec, params[i]), max_steps=24, seed=seeds[i]
         )
         assert sum(rollout.reward_l) == pytest.approx(together["returns"][i], abs=1e-5)
@@ -196,13 +196,13 @@ def test_overridden_actions_are_what_the_model_steps_with():
 def test_exploring_policy_takes_random_actions_at_the_asked_rate():
     spec = exact_spec()
     params = np.random.default_rng(1).normal(0, 1, spec.build().num_params)
-    plain = gym_rollouts.single_rollout(
+    plain = episodes.single_rollout(
         ENV.make_fn(), WorldModelPolicy(spec, params), max_steps=24, seed=GRID_SEEDS[0]
     )
-    again = gym_rollouts.single_rollout(
+    again = episodes.single_rollout(
         ENV.make_fn(), WorldModelPolicy(spec, params, 0.5), max_steps=24, seed=GRID_SEEDS[0]
     )
-    same = gym_rollouts.single_rollout(
+    same = episodes.single_rollout(
         ENV.make_fn(), WorldModelPolicy(spec, params, 0.5), max_steps=24, seed=GRID_SEEDS[0]
     )
     np.testing.assert_array_equal(np.stack(again.action_l), np.stack(same.action_l))  # seeded

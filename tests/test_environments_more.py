@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rl755.data_gen.gym_rollouts import single_rollout
+from rl755.data_gen.episodes import single_rollout
 from rl755.environments import Environments
+from rl755.policies import resolve_policy
 
 DISCRETE = [Environments.DOOM_TAKE_COVER, Environments.BREAKOUT]
 
@@ -102,11 +103,10 @@ def test_continuous_environments_keep_their_actions():
 # ---- policies ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
 def test_random_policies_are_one_hot_and_seeded(env_enum):
-    policies = _folder_module(env_enum, "models", "policies")
     n = env_enum.num_discrete_actions
     env = env_enum.make()
     try:
-        for cls in (policies.RandomPolicy, policies.RepeatRandomPolicy):
+        for cls in [resolve_policy(env_enum, k) for k in ("RandomPolicy", "RepeatRandomPolicy")]:
             runs = []
             for _ in range(2):
                 p = cls()
@@ -121,7 +121,7 @@ def test_random_policies_are_one_hot_and_seeded(env_enum):
 
 
 def test_repeat_random_policy_holds_each_action_k_steps():
-    from rl755.models.doom_take_cover.policies import RepeatRandomPolicy
+    RepeatRandomPolicy = resolve_policy("DOOM_TAKE_COVER", "RepeatRandomPolicy")
 
     env = Environments.DOOM_TAKE_COVER.make()
     try:
@@ -141,9 +141,8 @@ def test_repeat_random_policy_holds_each_action_k_steps():
 def test_real_rollouts_through_stage_1_and_raw_rollouts(env_enum):
     """collect_rollouts (stage 1, tfrecord) -> the environment's RawRollouts reader."""
     from rl755.data_gen.collect import collect_rollouts
-    from rl755.data_gen.gym_rollouts import rollout_seed
+    from rl755.data_gen.episodes import rollout_seed
 
-    policies = _folder_module(env_enum, "models", "policies")
     raw_rollouts = _folder_module(env_enum, "data", "raw_rollouts")
     out = collect_rollouts(
         env_enum.name,
@@ -171,7 +170,10 @@ def test_real_rollouts_through_stage_1_and_raw_rollouts(env_enum):
         assert r["done"].dtype == bool
     # Same seed, same policy -> the same game, replayed here in-process.
     want = single_rollout(
-        env_enum.make_fn(), policies.RepeatRandomPolicy, max_steps=12, seed=rollout_seed(0, 0)
+        env_enum.make_fn(),
+        resolve_policy(env_enum, "RepeatRandomPolicy"),
+        max_steps=12,
+        seed=rollout_seed(0, 0),
     )
     got = [r for r in read if np.array_equal(r["actions"], np.stack(want.action_l))]
     assert got, "rollout 0 of the run is not in the shards"

@@ -13,13 +13,13 @@ import pytest
 import tensorflow as tf
 
 from rl755.common import sharded_io
-from rl755.common.errors import BadInput
+from rl755.common.errors import BadInput, WorkerFailure
 from rl755.common.structs import Rollout
-from rl755.data_gen import collect, corrupted, gym_rollouts, policy_stats
-from rl755.data_gen import tfrecords as tfr
+from rl755.data_gen import collect, convert, corrupted, episodes, shards
+from rl755.data_gen import rollout_tasks as tasks_
+from rl755.data_gen.pickles import list_pickles, load_rollouts
 from rl755.environments import Environments
-from rl755.models.car_racing import policies as car_policies
-from rl755.models.fake import policies as fake_policies
+from rl755.policies import generic, resolve_policy
 
 FAKE = Environments.FAKE_PIXELS
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,7 +69,7 @@ class _NoRender:
 
 def test_single_rollout_takes_observations_from_reset_and_step():
     make = _NoRender()
-    r = gym_rollouts.single_rollout(make, fake_policies.RandomPolicy, max_steps=30, seed=5)
+    r = episodes.single_rollout(make, generic.UniformRandomPolicy, max_steps=30, seed=5)
     env = FAKE.make()
     obs0, _ = env.reset(seed=5)
     np.testing.assert_array_equal(r.obs_l[0], obs0)
@@ -82,19 +82,22 @@ def test_single_rollout_takes_observations_from_reset_and_step():
 
 
 def test_seeds_are_distinct_and_reproducible():
-    seeds = [gym_rollouts.rollout_seed(0, i) for i in range(2000)]
+    seeds = [episodes.rollout_seed(0, i) for i in range(2000)]
     assert len(set(seeds)) == 2000
-    assert gym_rollouts.rollout_seed(1, 0) != gym_rollouts.rollout_seed(0, 0)
-    a = gym_rollouts.serial_rollouts(FAKE.make_fn(), fake_policies.RandomPolicy, 3, 24, seed=4)
-    b = gym_rollouts.serial_rollouts(FAKE.make_fn(), fake_policies.RandomPolicy, 3, 24, seed=4)
+    assert episodes.rollout_seed(1, 0) != episodes.rollout_seed(0, 0)
+    a = tasks_.serial_rollouts(FAKE.make_fn(), generic.UniformRandomPolicy, 3, 24, seed=4)
+    b = tasks_.serial_rollouts(FAKE.make_fn(), generic.UniformRandomPolicy, 3, 24, seed=4)
     for x, y in zip(a, b):
         _assert_same(x, y)
     assert not np.array_equal(np.stack(a[0].action_l), np.stack(a[1].action_l))
 
 
 def test_real_car_racing_rollout():
-    r = gym_rollouts.single_rollout(
-        Environments.CAR_RACING.make_fn(), car_policies.HastingsRandomPolicy, max_steps=5, seed=0
+    r = episodes.single_rollout(
+        Environments.CAR_RACING.make_fn(),
+        resolve_policy("CAR_RACING", "HastingsRandomPolicy"),
+        max_steps=5,
+        seed=0,
     )
     assert len(r) == 5
     frames = np.stack(r.obs_l)
@@ -124,9 +127,9 @@ def test_plan_covers_every_rollout_exactly_once(n, per_shard, frac):
 
 
 def test_validation_indices():
-    assert tfr.validation_indices(100, 0.05) == {10, 30, 50, 70, 90}
-    assert len(tfr.validation_indices(3, 0.05)) == 1
-    assert tfr.validation_indices(1, 0.5) == set() and tfr.validation_indices(9, 0.0) == set()
+    assert shards.validation_indices(100, 0.05) == {10, 30, 50, 70, 90}
+    assert len(shards.validation_indices(3, 0.05)) == 1
+    assert shards.validation_indices(1, 0.5) == set() and shards.validation_indices(9, 0.0) == set()
 
 
 # ---- round trips, bit exact -------------------------------------------------------------------------
@@ -142,15 +145,15 @@ def test_direct_tfrecord_round_trip_bit_exact(tmp_path, compression):
     want = {c: c for c in ("GZIP", "ZLIB")}.get(compression, "")
     assert all(sharded_io.detect_compression(f) == want for f in s["files"])
     got = {}
-    for split in tfr.SPLITS:
+    for split in shards.SPLITS:
         files = sharded_io.list_shards(os.path.join(out, f"rollouts-{split}*.tfrecord-*"))
         assert files
         got[split] = _read_shards(files)
     assert len(got["train"]) == 4 and len(got["validation"]) == 1
-    expected = gym_rollouts.serial_rollouts(
-        FAKE.make_fn(), fake_policies.HastingsRandomPolicy, 5, 30, seed=11, progress=False
+    expected = tasks_.serial_rollouts(
+        FAKE.make_fn(), resolve_policy(FAKE, "HastingsRandomPolicy"), 5, 30, seed=11, progress=False
     )
-    val = sorted(tfr.validation_indices(5, 0.2))
+    val = sorted(shards.validation_indices(5, 0.2))
     train_idx = [i for i in range(5) if i not in val]
     by_index = dict(zip(train_idx, got["train"])) | dict(zip(val, got["validation"]))
     for i in range(5):
@@ -169,11 +172,11 @@ def test_pickle_then_convert_round_trip_bit_exact(tmp_path, compression):
         "FAKE_PIXELS", "RandomPolicy", num_rollouts=5, parallelism=1, max_steps=24,
         out_dir=pdir, seed=2, progress=False,
     )  # fmt: skip
-    pickles = tfr.list_pickles(pdir)
+    pickles = list_pickles(pdir)
     assert len(pickles) == 5
-    originals = [tfr.load_rollouts(p)[0] for p in pickles]
+    originals = [load_rollouts(p)[0] for p in pickles]
     assert originals[0].metadata["environment"] == "FAKE_PIXELS"
-    s = tfr.convert_pickles_to_tfrecords(
+    s = convert.convert_pickles_to_tfrecords(
         pdir, out, "rollouts", pickles_per_tfrecord_file=2, compression=compression,
         validation_fraction=0.2, progress=False,
         parallelism=2 if compression == "GZIP" else 1,  # a process pool once
@@ -185,7 +188,7 @@ def test_pickle_then_convert_round_trip_bit_exact(tmp_path, compression):
         "rollouts-validation.tfrecord-00000-of-00001",
     ]
     assert s["rollouts"] == 5 and s["written"] == 3
-    val = sorted(tfr.validation_indices(5, 0.2))
+    val = sorted(shards.validation_indices(5, 0.2))
     train = _read_shards(sharded_io.list_shards(f"{out}/rollouts-train.tfrecord-*"))
     valid = _read_shards(sharded_io.list_shards(f"{out}/rollouts-validation.tfrecord-*"))
     for got, i in zip(train + valid, [i for i in range(5) if i not in val] + val):
@@ -235,7 +238,7 @@ def ray_cluster():
 
 
 def _crash_once_policy(marker: str, crash_seed: int):
-    class CrashOnce(fake_policies.RandomPolicy):
+    class CrashOnce(generic.UniformRandomPolicy):
         """Kills its worker process the first time it meets `crash_seed`."""
 
         def initialize(self, env, max_steps, **kwargs):
@@ -248,13 +251,13 @@ def _crash_once_policy(marker: str, crash_seed: int):
 
 
 def test_parallel_rollouts_on_two_ray_workers_exactly_n(ray_cluster, tmp_path):
-    got = gym_rollouts.parallel_rollouts(
-        FAKE.make_fn(), fake_policies.RandomPolicy, num_rollouts=5, max_steps=24,
+    got = tasks_.parallel_rollouts(
+        FAKE.make_fn(), generic.UniformRandomPolicy, num_rollouts=5, max_steps=24,
         parallelism=2, seed=7, progress=False,
     )  # fmt: skip
     assert len(got) == 5
-    want = gym_rollouts.serial_rollouts(
-        FAKE.make_fn(), fake_policies.RandomPolicy, 5, 24, seed=7, progress=False
+    want = tasks_.serial_rollouts(
+        FAKE.make_fn(), generic.UniformRandomPolicy, 5, 24, seed=7, progress=False
     )
     for a, b in zip(got, want):
         _assert_same(a, b)
@@ -269,17 +272,17 @@ def test_parallel_rollouts_on_two_ray_workers_exactly_n(ray_cluster, tmp_path):
 
 def test_crashed_worker_is_retried(ray_cluster, tmp_path):
     marker = str(tmp_path / "crashed")
-    crash_seed = gym_rollouts.rollout_seed(5, 1)
-    got = gym_rollouts.parallel_rollouts(
+    crash_seed = episodes.rollout_seed(5, 1)
+    got = tasks_.parallel_rollouts(
         FAKE.make_fn(), _crash_once_policy(marker, crash_seed), num_rollouts=3, max_steps=24,
         parallelism=2, seed=5, progress=False,
     )  # fmt: skip
     assert os.path.exists(marker)  # the worker did die once
-    assert [r.metadata["seed"] for r in got] == [gym_rollouts.rollout_seed(5, i) for i in range(3)]
+    assert [r.metadata["seed"] for r in got] == [episodes.rollout_seed(5, i) for i in range(3)]
 
 
 def _hang_policy(marker: str | None, hang_seed: int):
-    class HangOnce(fake_policies.RandomPolicy):
+    class HangOnce(generic.UniformRandomPolicy):
         """Hangs its worker the first time it meets `hang_seed` (every time if no marker)."""
 
         def initialize(self, env, max_steps, **kwargs):
@@ -294,16 +297,19 @@ def _hang_policy(marker: str | None, hang_seed: int):
 
 def test_hung_task_is_killed_and_retried(ray_cluster, tmp_path):
     marker = str(tmp_path / "hung")
-    hang_seed = gym_rollouts.rollout_seed(5, 2)
-    got = gym_rollouts.parallel_rollouts(
+    hang_seed = episodes.rollout_seed(5, 2)
+    got = tasks_.parallel_rollouts(
         FAKE.make_fn(), _hang_policy(marker, hang_seed), num_rollouts=3, max_steps=24,
         parallelism=2, seed=5, progress=False, rollout_timeout=8,
     )  # fmt: skip
     assert os.path.exists(marker)  # the worker did hang once
-    assert [r.metadata["seed"] for r in got] == [gym_rollouts.rollout_seed(5, i) for i in range(3)]
-    with pytest.raises(RuntimeError, match=r"'0' ran past its time limit \(3 s.*Raise --rollout_t"):
-        gym_rollouts.parallel_rollouts(
-            FAKE.make_fn(), _hang_policy(None, gym_rollouts.rollout_seed(6, 0)), num_rollouts=1,
+    assert [r.metadata["seed"] for r in got] == [episodes.rollout_seed(5, i) for i in range(3)]
+    timed_out = (
+        r"'0' \(1 rollouts.*failed 1 times: ran past its time limit \(3 s\).*Raise --rollout_t"
+    )
+    with pytest.raises(WorkerFailure, match=timed_out):
+        tasks_.parallel_rollouts(
+            FAKE.make_fn(), _hang_policy(None, episodes.rollout_seed(6, 0)), num_rollouts=1,
             max_steps=24, parallelism=1, seed=6, progress=False, rollout_timeout=3, max_retries=0,
         )  # fmt: skip
 
@@ -313,20 +319,20 @@ def test_pickle_collection_workers_never_load_tensorflow(tmp_path):
     driver = tmp_path / "probe.py"
     driver.write_text(textwrap.dedent(f"""
         import os, sys
-        from rl755.data_gen import gym_rollouts, tfrecords
+        from rl755.data_gen import rollout_tasks, sinks
         from rl755.environments import Environments
-        from rl755.models.fake.policies import HastingsRandomPolicy
+        from rl755.policies.generic import SmoothNoisePolicy
 
-        class Probe(HastingsRandomPolicy):
+        class Probe(SmoothNoisePolicy):
             def initialize(self, env, max_steps, **kwargs):
                 super().initialize(env, max_steps, **kwargs)
                 tf = "tensorflow" in sys.modules
                 open(os.path.join({str(tmp_path)!r}, f"{{os.getpid()}}-{{tf}}"), "w").close()
 
-        tasks = [gym_rollouts.RolloutTask(f"r{{i}}.pickle", ((i, i),)) for i in range(4)]
-        gym_rollouts.run_rollout_tasks(
+        tasks = [rollout_tasks.RolloutTask(f"r{{i}}.pickle", ((i, i),)) for i in range(4)]
+        rollout_tasks.run_rollout_tasks(
             Environments.FAKE_PIXELS.make_fn(), Probe, tasks, 24, parallelism=2,
-            sink=tfrecords.PickleSink({str(tmp_path / "out")!r}), progress=False, force_ray=True)
+            sink=sinks.PickleSink({str(tmp_path / "out")!r}), progress=False, force_ray=True)
         assert "tensorflow" not in sys.modules
     """))  # fmt: skip
     os.makedirs(tmp_path / "out")
@@ -338,39 +344,43 @@ def test_pickle_collection_workers_never_load_tensorflow(tmp_path):
 
 
 def test_policy_exception_stops_the_run(ray_cluster):
-    class Broken(fake_policies.RandomPolicy):
+    class Broken(generic.UniformRandomPolicy):
         def sample_action(self, obs, step, rollout, **kwargs):
             raise ValueError("policy is broken")
 
     with pytest.raises(RuntimeError, match="policy is broken"):
-        gym_rollouts.parallel_rollouts(
+        tasks_.parallel_rollouts(
             FAKE.make_fn(), Broken, 3, 24, parallelism=2, seed=0, progress=False, max_retries=0
         )
 
 
 # ---- concurrency ------------------------------------------------------------------------------------
 def test_two_concurrent_instances_share_one_out_dir(tmp_path):
+    """One instance through the original path (an alias), one through the script itself."""
     out = str(tmp_path / "pickles")
-    script = os.path.join(SCRIPTS, "car_racing", "parallel_rollout_main.py")
     args = [
-        script, "--environment=FAKE_PIXELS", "--policy=RandomPolicy", "--num_rollouts=3",
+        "--environment=FAKE_PIXELS", "--policy=RandomPolicy", "--num_rollouts=3",
         "--parallelism=1", "--max_steps=24", f"--out_dir={out}",
     ]  # fmt: skip
+    scripts = [
+        os.path.join(SCRIPTS, "car_racing", "parallel_rollout_main.py"),
+        os.path.join(SCRIPTS, "collect_rollouts.py"),
+    ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    procs = [subprocess.Popen([sys.executable, *a], env=env, cwd=REPO) for a in (args, args)]
+    procs = [subprocess.Popen([sys.executable, s, *args], env=env, cwd=REPO) for s in scripts]
     assert [p.wait(timeout=180) for p in procs] == [0, 0]
-    pickles = tfr.list_pickles(out)
+    pickles = list_pickles(out)
     assert len(pickles) == 6  # each instance drew its own seed: no name collides
     assert not [n for n in os.listdir(out) if sharded_io.is_tmp_path(n)]
-    seeds = {tfr.load_rollouts(p)[0].metadata["seed"] for p in pickles}
+    seeds = {load_rollouts(p)[0].metadata["seed"] for p in pickles}
     assert len(seeds) == 6
     assert len(os.listdir(os.path.join(out, "runs"))) == 2  # both runs recorded
 
 
 # ---- corrupted shards -------------------------------------------------------------------------------
 def _write_shards(directory, n=3, compression="GZIP"):
-    rollouts = gym_rollouts.serial_rollouts(
-        FAKE.make_fn(), fake_policies.RandomPolicy, n, 24, seed=0, progress=False
+    rollouts = tasks_.serial_rollouts(
+        FAKE.make_fn(), generic.UniformRandomPolicy, n, 24, seed=0, progress=False
     )
     paths = []
     for i, r in enumerate(rollouts):
@@ -427,7 +437,7 @@ def _pickle_dir(tmp_path, n):
 
 def test_failed_conversion_leaves_nothing_corrupted_and_rerun_resumes(tmp_path, monkeypatch):
     pdir, out = _pickle_dir(tmp_path, 6), str(tmp_path / "tfr")
-    real = tfr.convert_shard
+    real = convert.convert_shard
     calls = []
 
     def failing(*args, **kwargs):
@@ -436,16 +446,16 @@ def test_failed_conversion_leaves_nothing_corrupted_and_rerun_resumes(tmp_path, 
         calls.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tfr, "convert_shard", failing)
+    monkeypatch.setattr(convert, "convert_shard", failing)
     kw = dict(pickles_per_tfrecord_file=1, validation_fraction=0.0, progress=False)
     with pytest.raises(KeyboardInterrupt):
-        tfr.convert_pickles_to_tfrecords(pdir, out, **kw)
+        convert.convert_pickles_to_tfrecords(pdir, out, **kw)
     done = sharded_io.list_shards(f"{out}/*.tfrecord-*")
     assert done == sorted(calls)
     assert corrupted.find_corrupted_tfrecords(f"{out}/*.tfrecord-*", False)[0] == []
     mtimes = {f: os.stat(f).st_mtime_ns for f in done}
-    monkeypatch.setattr(tfr, "convert_shard", real)
-    s = tfr.convert_pickles_to_tfrecords(pdir, out, **kw)
+    monkeypatch.setattr(convert, "convert_shard", real)
+    s = convert.convert_pickles_to_tfrecords(pdir, out, **kw)
     assert s["skipped"] == 2 and s["written"] == 4
     assert {f: os.stat(f).st_mtime_ns for f in done} == mtimes
     assert len(_read_shards(sharded_io.list_shards(f"{out}/*.tfrecord-*"))) == 6
@@ -456,15 +466,15 @@ def test_sigkilled_conversion_leaves_nothing_corrupted_and_rerun_resumes(tmp_pat
     driver = tmp_path / "slow_convert.py"
     driver.write_text(textwrap.dedent(f"""
         import time
-        from rl755.data_gen import tfrecords as tfr
-        real = tfr.convert_shard
+        from rl755.data_gen import convert
+        real = convert.convert_shard
         def slow(*a, **k):
             out = real(*a, **k)
             time.sleep(0.4)
             return out
-        tfr.convert_shard = slow
-        tfr.convert_pickles_to_tfrecords({pdir!r}, {out!r}, pickles_per_tfrecord_file=1,
-                                         validation_fraction=0.0, progress=False)
+        convert.convert_shard = slow
+        convert.convert_pickles_to_tfrecords({pdir!r}, {out!r}, pickles_per_tfrecord_file=1,
+                                             validation_fraction=0.0, progress=False)
     """))  # fmt: skip
     proc = subprocess.Popen([sys.executable, str(driver)], env=dict(os.environ), cwd=REPO)
     deadline = time.time() + 120
@@ -483,7 +493,7 @@ def test_sigkilled_conversion_leaves_nothing_corrupted_and_rerun_resumes(tmp_pat
     with open(leftover, "wb") as f:
         f.write(b"half a shard")
     os.utime(leftover, (time.time() - 180,) * 2)  # written before the kill, minutes ago
-    s = tfr.convert_pickles_to_tfrecords(
+    s = convert.convert_pickles_to_tfrecords(
         pdir, out, pickles_per_tfrecord_file=1, validation_fraction=0.0, progress=False
     )
     assert not os.path.exists(leftover)  # the rerun cleaned up after the killed run
@@ -495,34 +505,49 @@ def test_sigkilled_conversion_leaves_nothing_corrupted_and_rerun_resumes(tmp_pat
 
 def test_conversion_refuses_to_mix_with_other_plans(tmp_path):
     pdir, out = _pickle_dir(tmp_path, 3), str(tmp_path / "tfr")
-    tfr.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=1, progress=False)
+    convert.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=1, progress=False)
     with pytest.raises(BadInput, match="other arguments"):
-        tfr.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=2, progress=False)
+        convert.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=2, progress=False)
+
+
+def test_conversion_script_and_its_original_path_take_the_same_flags(tmp_path):
+    pdir = _pickle_dir(tmp_path, 2)
+    for script in ("convert_pickles_to_tfrecords.py", "car_racing/rollout_pickles_to_tfrecords.py"):
+        out = str(tmp_path / script.replace("/", "_"))
+        res = _run_script(
+            os.path.join(SCRIPTS, script), f"--pickle_dir={pdir}", f"--out_dir={out}",
+            "--pickles_per_tfrecord_file=1", "--validation_fraction=0.5", "--compression=ZLIB",
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert len(_read_shards(sharded_io.list_shards(f"{out}/*.tfrecord-*"))) == 2
+        assert sharded_io.list_shards(f"{out}/rollouts-validation.tfrecord-*")
+    bad = _run_script(os.path.join(SCRIPTS, "car_racing", "rollout_pickles_to_tfrecords.py"))
+    assert bad.returncode != 0 and "pickle_dir" in bad.stderr
 
 
 # ---- bad input -----------------------------------------------------------------------------------------
 def test_bad_conversion_inputs_fail_fast_with_advice(tmp_path):
     out = str(tmp_path / "out")
-    with pytest.raises(BadInput, match="does not exist.*parallel_rollout_main"):
-        tfr.convert_pickles_to_tfrecords(str(tmp_path / "nope"), out, progress=False)
+    with pytest.raises(BadInput, match="does not exist.*collect_rollouts"):
+        convert.convert_pickles_to_tfrecords(str(tmp_path / "nope"), out, progress=False)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(BadInput, match="holds no \\*.pickle files.*Collect rollouts first"):
-        tfr.convert_pickles_to_tfrecords(str(empty), out, progress=False)
+        convert.convert_pickles_to_tfrecords(str(empty), out, progress=False)
     pdir = _pickle_dir(tmp_path, 2)
     with pytest.raises(BadInput, match="pickles_per_tfrecord_file must be a positive"):
-        tfr.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=0, progress=False)
+        convert.convert_pickles_to_tfrecords(pdir, out, pickles_per_tfrecord_file=0, progress=False)
     with pytest.raises(BadInput, match="parallelism must be a positive"):
-        tfr.convert_pickles_to_tfrecords(pdir, out, parallelism=-1, progress=False)
+        convert.convert_pickles_to_tfrecords(pdir, out, parallelism=-1, progress=False)
     afile = tmp_path / "afile"
     afile.write_text("x")
     with pytest.raises(BadInput, match="is a file; pass a directory"):
-        tfr.convert_pickles_to_tfrecords(pdir, str(afile), progress=False)
-    good = tfr.list_pickles(pdir)[0]
+        convert.convert_pickles_to_tfrecords(pdir, str(afile), progress=False)
+    good = list_pickles(pdir)[0]
     cases = {
         "dict.pickle": pickle.dumps({"a": 1}),
         "ints.pickle": pickle.dumps([1, 2, 3]),
-        "rollout.pickle": pickle.dumps(tfr.load_rollouts(good)[0]),
+        "rollout.pickle": pickle.dumps(load_rollouts(good)[0]),
         "truncated.pickle": open(good, "rb").read()[:-100],
         "text.pickle": b"hello.",
     }
@@ -532,7 +557,7 @@ def test_bad_conversion_inputs_fail_fast_with_advice(tmp_path):
         (bad_dir / "a.pickle").write_bytes(open(good, "rb").read())
         (bad_dir / name).write_bytes(data)
         with pytest.raises(BadInput, match=f"{name} is not a pickled list of Rollouts"):
-            tfr.convert_pickles_to_tfrecords(str(bad_dir), out + name, progress=False)
+            convert.convert_pickles_to_tfrecords(str(bad_dir), out + name, progress=False)
         assert not os.path.exists(out + name) or not os.listdir(out + name)
 
 
@@ -554,38 +579,3 @@ def test_bad_collection_inputs_fail_fast_with_advice(tmp_path):
         collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, rollouts_per_shard=4, **kw)
     with pytest.raises(BadInput, match="rollout_timeout must be >= 0"):
         collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, rollout_timeout=-1, **kw)
-
-
-@pytest.mark.parametrize("env", [Environments.CAR_RACING, FAKE])
-def test_policy_lookup_errors_list_valid_names(env, tmp_path):
-    assert collect.resolve_policy(env, "HastingsRandomPolicy").__name__ == "HastingsRandomPolicy"
-    with pytest.raises(BadInput, match="HastingsRandomPolicy, RandomPolicy"):
-        collect.resolve_policy(env, "RandomPolicyy")
-    out = tmp_path / "out"
-    with pytest.raises(BadInput, match="names there: HastingsRandomPolicy, RandomPolicy"):
-        collect.collect_rollouts(env.name, "Nope", 2, 1, 10, out_dir=str(out), progress=False)
-    assert not out.exists()  # failed before creating anything
-
-
-# ---- policies ------------------------------------------------------------------------------------------
-def test_hastings_policy_is_smooth_and_drives_forward_on_car_racing():
-    kw = dict(num_rollouts=1, max_steps=120, seed=1)
-    hastings = policy_stats.measure_policy(
-        Environments.CAR_RACING, car_policies.HastingsRandomPolicy, **kw
-    )
-    uniform = policy_stats.measure_policy(Environments.CAR_RACING, car_policies.RandomPolicy, **kw)
-    assert hastings["action_autocorr"][0] > 0.8 and hastings["action_autocorr"][1] > 0.8
-    assert abs(uniform["action_autocorr"][0]) < 0.3
-    assert hastings["tiles_per_rollout"] > 2 * uniform["tiles_per_rollout"]
-    assert hastings["road_fraction"] > 0.6
-
-
-def test_random_policy_covers_the_action_box():
-    env = FAKE.make()
-    p = fake_policies.RandomPolicy()
-    p.initialize(env, 500, seed=0)
-    a = np.stack([p.sample_action(None, t, None) for t in range(500)])
-    assert a.dtype == np.float32
-    np.testing.assert_array_less(FAKE.action_low - 1e-6, a.min(0))
-    np.testing.assert_array_less(a.max(0), FAKE.action_high + 1e-6)
-    assert a.min(0)[0] < -0.9 and a.max(0)[0] > 0.9 and a.max(0)[1] > 0.9

@@ -9,27 +9,23 @@ Each of `parallelism` Ray actors builds its environments and networks once
 (`EvaluationWorker`) and evaluates batches of `envs_per_worker` jobs with batched networks
 (`agent.run_episodes`). `parallelism=0` runs one worker in this process (no Ray).
 
-A run never waits forever: every batch is awaited with `ray.wait(timeout=...)`. A batch
-whose actor crashed (process killed, segfault, exception) or that did not finish within
-`trial_timeout_s` (plus `startup_timeout_s` for an actor's first batch, which builds
+A run never waits forever (`rl755.common.ray_pool`, shared with stage 1): a batch whose
+actor crashed (process killed, segfault, exception) or that did not finish within
+`trial_timeout_s` (plus `startup_timeout_s` for an actor's first batch, which builds its
+environments and traces its networks; a new actor has `startup_timeout_s` to build its
 networks) has its actor killed and replaced and is re-submitted. After `max_failures`
-failures of the same batch the run stops with an error naming the batch and the causes.
+failures of the same batch the run stops with `WorkerFailure` naming the batch and the causes.
 """
 
 from __future__ import annotations
 
-import collections
-import logging
 import os
-import time
 from collections.abc import Callable
 
 import numpy as np
 
-from rl755.common.errors import WorkerFailure
+from rl755.common.ray_pool import Job, RayWorkerPool
 from rl755.controller.agent import AgentSpec, run_episodes
-
-log = logging.getLogger(__name__)
 
 
 class EvaluationWorker:
@@ -49,9 +45,6 @@ class EvaluationWorker:
 
     def pid(self) -> int:
         return os.getpid()
-
-    def ready(self) -> bool:
-        return True
 
     def evaluate(self, params: np.ndarray, seeds, max_steps: int) -> dict:
         """params [J, N], seeds [J] -> {"returns": [J], "steps": [J]} (J <= envs_per_worker ok)."""
@@ -88,70 +81,39 @@ class RealEvaluator:
         threads_per_worker: int = 1,
         worker_env_vars: dict | None = None,
     ):
+        if max_failures < 1:
+            raise ValueError(f"max_failures must be >= 1, got {max_failures}.")
         self.spec = spec
         self.make_env = make_env
         self.parallelism = int(parallelism)
         self.envs_per_worker = max(1, int(envs_per_worker))
         self.trial_timeout_s = float(trial_timeout_s)
-        self.startup_timeout_s = float(startup_timeout_s)
-        self.max_failures = int(max_failures)
-        self.threads_per_worker = threads_per_worker
-        self.failures_total = 0
-        self._started_ray = False
         self._local = None
-        self._actors: list = []
-        self._fresh: list[bool] = []
+        self._pool = None
         if self.parallelism <= 0:
             self._local = EvaluationWorker(spec, make_env, self.envs_per_worker, num_threads=0)
             return
-        import ray
-
-        if not ray.is_initialized():
-            if ray_address:
-                ray.init(address=ray_address, include_dashboard=False)
-            else:
-                ray.init(
-                    num_cpus=max(self.parallelism, os.cpu_count() or 1), include_dashboard=False
-                )
-            self._started_ray = True
-        env_vars = {"TF_CPP_MIN_LOG_LEVEL": "2", "OMP_NUM_THREADS": str(threads_per_worker)}
-        env_vars.update(worker_env_vars or {})
-        self._actor_cls = ray.remote(num_cpus=threads_per_worker, max_restarts=0)(
-            EvaluationWorker
-        ).options(runtime_env={"env_vars": env_vars})
-        for _ in range(self.parallelism):
-            self._actors.append(self._new_actor())
-            self._fresh.append(True)
-        self._wait_ready()
-
-    def _wait_ready(self) -> None:
-        """Waits (bounded) until every worker has built its networks; replaces dead ones."""
-        import ray
-        from ray.exceptions import GetTimeoutError, RayError
-
-        for _ in range(self.max_failures):
-            refs = [a.ready.remote() for a in self._actors]
-            bad = []
-            for i, ref in enumerate(refs):
-                try:
-                    ray.get(ref, timeout=self.startup_timeout_s)
-                    self._fresh[i] = False
-                except (GetTimeoutError, RayError) as e:
-                    log.warning("Worker %d failed to start: %s", i, str(e).splitlines()[-1][:300])
-                    bad.append(i)
-            if not bad:
-                return
-            for i in bad:
-                self._replace(i)
-        raise WorkerFailure(
-            f"Evaluation workers failed to start {self.max_failures} times; see the Ray logs "
-            "(/tmp/ray/session_latest/logs)."
+        self._pool = RayWorkerPool(
+            EvaluationWorker,
+            args=(spec, make_env, self.envs_per_worker, threads_per_worker),
+            size=self.parallelism,
+            max_retries=int(max_failures) - 1,
+            startup_timeout=float(startup_timeout_s),
+            first_job_extra_s=float(startup_timeout_s),
+            retry_errors=True,
+            cpus_per_worker=threads_per_worker,
+            env_vars={"OMP_NUM_THREADS": str(threads_per_worker), **(worker_env_vars or {})},
+            hint="Check the workers' logs (Ray: /tmp/ray/session_latest/logs); raise "
+            "--trial_timeout_s if episodes are just slow.",
+            ray_address=ray_address,
+            ray_num_cpus=max(self.parallelism * threads_per_worker, os.cpu_count() or 1),
         )
+        self._pool.wait_ready()  # every worker has built its networks (or the run stops here)
 
-    def _new_actor(self):
-        return self._actor_cls.remote(
-            self.spec, self.make_env, self.envs_per_worker, self.threads_per_worker
-        )
+    @property
+    def failures_total(self) -> int:
+        """Failed batch attempts so far (each replaced its worker)."""
+        return 0 if self._pool is None else self._pool.failures_total
 
     def worker_pids(self) -> list[int]:
         """The process ids of the live workers (for diagnostics and fault-injection tests)."""
@@ -159,7 +121,7 @@ class RealEvaluator:
             return [os.getpid()]
         import ray
 
-        return ray.get([a.pid.remote() for a in self._actors], timeout=self.startup_timeout_s)
+        return ray.get([a.pid.remote() for a in self._pool.actors], timeout=60)
 
     def evaluate(self, params: np.ndarray, seeds, max_steps: int) -> dict:
         """params [J, N], seeds [J] -> {"returns": float64 [J], "steps": int64 [J]}."""
@@ -167,106 +129,27 @@ class RealEvaluator:
         seeds = np.asarray(seeds, np.int64)
         if self._local is not None:
             return self._local.evaluate(params, seeds, max_steps)
-        return self._evaluate_ray(params, seeds, max_steps)
-
-    def _replace(self, idx: int) -> None:
-        import ray
-
-        try:
-            ray.kill(self._actors[idx], no_restart=True)
-        except Exception:  # already dead
-            pass
-        self._actors[idx] = self._new_actor()
-        self._fresh[idx] = True
-
-    def _evaluate_ray(self, params, seeds, max_steps) -> dict:
-        import ray
-        from ray.exceptions import GetTimeoutError, RayActorError, RayError
-
-        n = len(params)
-        chunks = [
-            (start, min(start + self.envs_per_worker, n))
-            for start in range(0, n, self.envs_per_worker)
+        n, k = len(params), self.envs_per_worker
+        chunks = [(a, min(a + k, n)) for a in range(0, n, k)]
+        jobs = [
+            Job(
+                f"Trial batch {c} (jobs {a}-{b - 1})",
+                (params[a:b], seeds[a:b], max_steps),
+                self.trial_timeout_s,
+            )
+            for c, (a, b) in enumerate(chunks)
         ]
+        outs = self._pool.run("evaluate", jobs)
         returns = np.zeros(n)
         steps = np.zeros(n, np.int64)
-        queue = collections.deque(range(len(chunks)))
-        failures: dict[int, list[str]] = collections.defaultdict(list)
-        idle = collections.deque(range(len(self._actors)))
-        pending: dict = {}  # ref -> (chunk index, actor index, deadline)
-
-        def fail(chunk: int, actor: int, reason: str) -> None:
-            self.failures_total += 1
-            failures[chunk].append(reason)
-            log.warning(
-                "Trial batch %d (jobs %d-%d) failed on worker %d: %s; replacing the worker "
-                "(failure %d of %d allowed).",
-                chunk,
-                *chunks[chunk],
-                actor,
-                reason,
-                len(failures[chunk]),
-                self.max_failures,
-            )
-            self._replace(actor)  # the pool stays usable even when the run stops below
-            if len(failures[chunk]) >= self.max_failures:
-                raise WorkerFailure(
-                    f"Trial batch {chunk} (jobs {chunks[chunk][0]}-{chunks[chunk][1] - 1}) failed "
-                    f"{len(failures[chunk])} times: {failures[chunk]}. Check the workers' logs "
-                    "(Ray: /tmp/ray/session_latest/logs); raise --trial_timeout_s if episodes "
-                    "are just slow."
-                )
-            queue.appendleft(chunk)
-            idle.append(actor)
-
-        while queue or pending:
-            while queue and idle:
-                chunk, actor = queue.popleft(), idle.popleft()
-                a, b = chunks[chunk]
-                timeout = self.trial_timeout_s + (
-                    self.startup_timeout_s if self._fresh[actor] else 0
-                )
-                ref = self._actors[actor].evaluate.remote(params[a:b], seeds[a:b], max_steps)
-                pending[ref] = (chunk, actor, time.monotonic() + timeout)
-            next_deadline = min(d for _, _, d in pending.values())
-            wait_s = max(0.05, min(5.0, next_deadline - time.monotonic()))
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=wait_s)
-            for ref in ready:
-                chunk, actor, _ = pending.pop(ref)
-                try:
-                    out = ray.get(ref, timeout=60)
-                except (RayActorError, GetTimeoutError) as e:
-                    fail(chunk, actor, f"worker died ({type(e).__name__})")
-                    continue
-                except RayError as e:
-                    fail(chunk, actor, f"{type(e).__name__}: {str(e).splitlines()[-1][:300]}")
-                    continue
-                a, b = chunks[chunk]
-                returns[a:b] = out["returns"]
-                steps[a:b] = out["steps"]
-                self._fresh[actor] = False
-                idle.append(actor)
-            now = time.monotonic()
-            for ref, (chunk, actor, deadline) in list(pending.items()):
-                if now > deadline:
-                    pending.pop(ref)
-                    fail(
-                        chunk, actor, f"no result within the timeout ({self.trial_timeout_s:.0f} s)"
-                    )
+        for (a, b), out in zip(chunks, outs):
+            returns[a:b] = out["returns"]
+            steps[a:b] = out["steps"]
         return {"returns": returns, "steps": steps}
 
     def close(self) -> None:
         if self._local is not None:
             self._local.close()
-            return
-        import ray
-
-        for actor in self._actors:
-            try:
-                ray.kill(actor, no_restart=True)
-            except Exception:
-                pass
-        self._actors = []
-        if self._started_ray:
-            ray.shutdown()
-            self._started_ray = False
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None

@@ -2,12 +2,16 @@
 
     collect_rollouts("CAR_RACING", "HastingsRandomPolicy", num_rollouts=100, parallelism=2,
                      max_steps=1000, out_format="tfrecord")   # -> <data_dir>/car_racing/raw_rollouts
+    collect_rollouts("CAR_RACING", my_policy_fn, ...)          # or any no-argument constructor
 
-`scripts/data_gen/car_racing/parallel_rollout_main.py` is the command-line face of this.
+`scripts/data_gen/collect_rollouts.py` (alias: the original
+`scripts/data_gen/car_racing/parallel_rollout_main.py`) is the command-line face of this.
+Policy names resolve through `rl755.policies.resolve_policy`; this stage never imports the
+controller package (a trained controller comes in as a constructor, like any policy).
 
 Output formats:
   pickle    one `<out_dir>/rollout-<tag>-<index>.pickle` per rollout holding `[Rollout]` (the
-            original project's format; convert with rollout_pickles_to_tfrecords.py).
+            original project's format; convert with convert_pickles_to_tfrecords.py).
   tfrecord  workers write finished shards `<out_name>-<split>-<tag>.tfrecord-<i>-of-<n>`
             straight into out_dir (no pickle pass, frames never cross Ray's object store), plus
             `dataset_info.json`; the dataset builders read them where they are.
@@ -22,72 +26,25 @@ seed makes the same rollouts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 
-from rl755.common import config, lookup
+from rl755.common import config, sharded_io
 from rl755.common.errors import BadInput
-from rl755.data_gen import gym_rollouts
-from rl755.data_gen import tfrecords as tfr
+from rl755.data_gen import shards
+from rl755.data_gen.episodes import random_base_seed, rollout_seed
+from rl755.data_gen.pickles import PICKLE_SUFFIX
+from rl755.data_gen.rollout_tasks import RolloutSink, RolloutTask, run_rollout_tasks
+from rl755.data_gen.sinks import PickleSink, TFRecordShardSink
 from rl755.environments import Environments
+from rl755.policies import CONTROLLER, PolicyFn, resolve_policy
 
 log = logging.getLogger(__name__)
 
 OUT_FORMATS = ("pickle", "tfrecord")
-
-
-def resolve_policy(environment: Environments, name: str) -> gym_rollouts.PolicyFn:
-    """`rl755.models.<env folder>.policies.<name>`, strictly (LookupError lists valid names)."""
-    package = f"{environment.folder_module('models')}.policies"
-    try:
-        policy_fn = lookup.resolve(package, name, base_class=gym_rollouts.Policy, what="policy")
-    except LookupError as e:
-        raise BadInput(
-            f"--policy: {e} Or --policy=controller with --controller_dir=<a trained controller>."
-        ) from e
-    if not callable(policy_fn):
-        raise BadInput(f"--policy={name} resolves to {policy_fn!r}, which is not callable.")
-    try:
-        gym_rollouts.build_policy(policy_fn)  # fails now if it does not build a Policy
-    except TypeError as e:
-        raise BadInput(f"--policy: {e}") from e
-    return policy_fn
-
-
-CONTROLLER_POLICY = "controller"
-
-
-def controller_policy(
-    environment: Environments, controller_dir: str | None, random_action_prob: float
-) -> gym_rollouts.PolicyFn:
-    """`--policy=controller`: a trained controller (`WorldModelPolicy`) from `controller_dir`,
-    taking a uniform random action with probability `random_action_prob` each step. Loads
-    its models once here, so a missing or mismatched one fails before any rollout."""
-    import functools
-
-    if not controller_dir:
-        raise BadInput("--policy=controller needs --controller_dir (a train_controller model dir).")
-    if not 0.0 <= random_action_prob <= 1.0:
-        raise BadInput(f"--random_action_prob must be in [0, 1], got {random_action_prob}.")
-    from rl755.controller.policy import WorldModelPolicy
-
-    try:
-        policy = WorldModelPolicy.from_controller_dir(controller_dir, random_action_prob)
-    except (FileNotFoundError, LookupError, ValueError) as e:
-        raise BadInput(f"--controller_dir={controller_dir}: {e}") from e
-    if policy.spec.env != environment:
-        raise BadInput(
-            f"--controller_dir={controller_dir} holds a controller for {policy.spec.env.name}, "
-            f"not --environment={environment.name}."
-        )
-    policy.spec.build()  # loads the encoder and sequential model: fail now, not in a worker
-    return functools.partial(
-        WorldModelPolicy.from_controller_dir,
-        os.path.abspath(controller_dir),
-        random_action_prob,
-    )
 
 
 def default_out_dir(environment: Environments, out_format: str) -> str:
@@ -108,7 +65,7 @@ def _check_no_other_layout(out_dir: str, out_name: str, tag: str, layout: str, s
     pattern = os.path.join(out_dir, f"{out_name}-*-{tag}-*.tfrecord-*")
     other = sorted(
         os.path.basename(p)
-        for p in tfr.sharded_io.list_shards(pattern)
+        for p in sharded_io.list_shards(pattern)
         if not os.path.basename(p).split(".tfrecord-")[0].endswith(f"-{tag}-{layout}")
     )
     if other:
@@ -128,28 +85,43 @@ def plan_tasks(
     out_name: str = "rollouts",
     rollouts_per_shard: int = 1,
     validation_fraction: float = 0.0,
-) -> list[gym_rollouts.RolloutTask]:
+) -> list[RolloutTask]:
     """The tasks of a run: rollout i (seed `rollout_seed(base_seed, i)`) appears exactly once."""
-    items = [(i, gym_rollouts.rollout_seed(base_seed, i)) for i in range(num_rollouts)]
+    items = [(i, rollout_seed(base_seed, i)) for i in range(num_rollouts)]
     if out_format == "pickle":
         return [
-            gym_rollouts.RolloutTask(key=f"rollout-{tag}-{i:06d}{tfr.PICKLE_SUFFIX}", items=(it,))
+            RolloutTask(key=f"rollout-{tag}-{i:06d}{PICKLE_SUFFIX}", items=(it,))
             for i, it in enumerate(items)
         ]
-    val = tfr.validation_indices(num_rollouts, validation_fraction)
+    val = shards.validation_indices(num_rollouts, validation_fraction)
     tasks = []
-    for split in tfr.SPLITS:
+    for split in shards.SPLITS:
         split_items = [it for it in items if (it[0] in val) == (split == "validation")]
-        groups = tfr.chunk(split_items, rollouts_per_shard)
+        groups = shards.chunk(split_items, rollouts_per_shard)
         for j, group in enumerate(groups):
-            name = tfr.split_shard_name(out_name, split, j, len(groups), tag=tag)
-            tasks.append(gym_rollouts.RolloutTask(key=name, items=tuple(group)))
+            name = shards.split_shard_name(out_name, split, j, len(groups), tag=tag)
+            tasks.append(RolloutTask(key=name, items=tuple(group)))
     return tasks
+
+
+def policy_key(policy: str | PolicyFn) -> str:
+    """A stable name of a policy for run tags and metadata: the name itself, or the
+    constructor's module.qualname (with a partial's arguments). A constructor without a stable
+    name (a lambda, a closure) gives a new tag per process: pass a name to resume such runs."""
+    if isinstance(policy, str):
+        return policy
+    if isinstance(policy, functools.partial):
+        args = [repr(a) for a in policy.args] + [f"{k}={v!r}" for k, v in policy.keywords.items()]
+        return f"{policy_key(policy.func)}({', '.join(args)})"
+    name = getattr(policy, "__qualname__", None)
+    if name is None or "<" in name:
+        return repr(policy)
+    return f"{getattr(policy, '__module__', '?')}.{name}"
 
 
 def collect_rollouts(
     environment: str | Environments,
-    policy: str,
+    policy: str | PolicyFn,
     num_rollouts: int,
     parallelism: int,
     max_steps: int,
@@ -172,9 +144,10 @@ def collect_rollouts(
 
     Args:
       environment: an `Environments` name, e.g. "CAR_RACING".
-      policy: a name in `rl755.models.<env folder>.policies`, e.g. "RandomPolicy", or
-        "controller": the trained controller in `controller_dir`, taking a uniform random
-        action with probability `random_action_prob` each step (iterative World Models data).
+      policy: a `--policy` name (`rl755.policies.policy_names(environment)`), e.g.
+        "RandomPolicy", or "controller": the trained controller in `controller_dir`, taking a
+        uniform random action with probability `random_action_prob` each step (iterative
+        World Models data); or a policy constructor (`PolicyFn`, picklable for Ray).
       num_rollouts, parallelism, max_steps: positive counts; parallelism 1 without
         `ray_address` runs in this process, otherwise on Ray.
       out_dir: default `default_out_dir(environment, out_format)`.
@@ -182,7 +155,7 @@ def collect_rollouts(
       seed: base seed (rollout i uses `rollout_seed(seed, i)`); None draws a fresh one (logged
         and recorded in the run record).
       compression (tfrecord): "none", "GZIP" (default) or "ZLIB".
-      rollouts_per_shard (tfrecord): default `tfrecords.default_rollouts_per_shard`.
+      rollouts_per_shard (tfrecord): default `shards.default_rollouts_per_shard`.
       validation_fraction (tfrecord): share of rollouts in the "validation" split.
       out_name (tfrecord): shard name prefix (the dataset builders read "rollouts").
       max_retries: Ray retries of a task whose worker process died or that timed out.
@@ -197,45 +170,23 @@ def collect_rollouts(
         env_enum = Environments.from_name(environment)
     except ValueError as e:
         raise BadInput(f"--environment: {e}") from e
-    tfr.check_positive(num_rollouts=num_rollouts, parallelism=parallelism, max_steps=max_steps)
-    if rollout_timeout is not None and rollout_timeout < 0:
-        raise BadInput(
-            f"--rollout_timeout must be >= 0 seconds (0: no limit), got {rollout_timeout}."
-        )
-    if out_format not in OUT_FORMATS:
-        raise BadInput(f"--out_format={out_format!r}; valid: {', '.join(OUT_FORMATS)}.")
-    if out_format == "pickle" and (compression is not None or rollouts_per_shard):
-        raise BadInput(
-            "--compression and --rollouts_per_shard apply to --out_format=tfrecord only "
-            "(pickles are converted with rollout_pickles_to_tfrecords.py)."
-        )
-    compression = tfr.sharded_io.normalize_compression(
-        "GZIP" if compression is None else compression
-    )
-    if not out_name or os.sep in out_name or out_name.startswith("."):
-        raise BadInput(f"--out_name={out_name!r} must be a plain, non-hidden file name prefix.")
-    if not 0.0 <= validation_fraction < 1.0:
-        raise BadInput(f"--validation_fraction must be in [0, 1), got {validation_fraction}.")
-    if rollouts_per_shard is None or rollouts_per_shard == 0:
-        rollouts_per_shard = tfr.default_rollouts_per_shard(num_rollouts)
-    tfr.check_positive(rollouts_per_shard=rollouts_per_shard)
-    if policy == CONTROLLER_POLICY:
-        policy_fn = controller_policy(env_enum, controller_dir, random_action_prob)
-        policy_key = f"controller:{os.path.abspath(controller_dir)}:{random_action_prob:g}"
-    else:
-        if controller_dir or random_action_prob:
-            raise BadInput("--controller_dir and --random_action_prob need --policy=controller.")
-        policy_fn = resolve_policy(env_enum, policy)
-        policy_key = policy
+    _check_flags(
+        num_rollouts, parallelism, max_steps, rollout_timeout, out_format, compression,
+        rollouts_per_shard, out_name, validation_fraction,
+    )  # fmt: skip
+    compression = sharded_io.normalize_compression("GZIP" if compression is None else compression)
+    if not rollouts_per_shard:
+        rollouts_per_shard = shards.default_rollouts_per_shard(num_rollouts)
+    policy_fn, key = _policy(env_enum, policy, controller_dir, random_action_prob)
     out_dir = out_dir or default_out_dir(env_enum, out_format)
-    tfr.check_out_dir(out_dir)
+    shards.check_out_dir(out_dir)
 
     if seed is None:
-        seed = gym_rollouts.random_base_seed()
+        seed = random_base_seed()
         log.info("Base seed %d (pass --seed=%d to reproduce this run).", seed, seed)
     # The tag's first part names the rollouts (seed and what shapes them), the second the
     # shard layout; the same rollouts in another layout would be duplicates in the dataset.
-    tag = run_tag(env=env_enum.name, policy=policy_key, max_steps=max_steps, seed=seed)[:6]
+    tag = run_tag(env=env_enum.name, policy=key, max_steps=max_steps, seed=seed)[:6]
     if out_format == "tfrecord":
         layout = run_tag(
             num_rollouts=num_rollouts,
@@ -248,31 +199,31 @@ def collect_rollouts(
         out_format, num_rollouts, seed, tag, out_name, rollouts_per_shard, validation_fraction
     )
     if out_format == "tfrecord":
-        tfr.write_raw_dataset_info(
+        shards.write_raw_dataset_info(
             out_dir,
-            tfr.dataset_info(
+            shards.dataset_info(
                 env_enum.name,
                 env_enum.observation_shape,
                 env_enum.action_shape[0],
                 compression,
-                producer="parallel_rollout_main",
+                producer="collect_rollouts",
             ),
         )
-        sink: gym_rollouts.RolloutSink = tfr.TFRecordShardSink(out_dir, compression)
+        sink: RolloutSink = TFRecordShardSink(out_dir, compression)
     else:
-        sink = _EnvTaggingPickleSink(out_dir, env_enum.name, policy)
+        sink = PickleSink(out_dir, metadata={"environment": env_enum.name, "policy": key})
 
     from rl755.common import run_record
 
     flags = dict(run_flags or {})
-    with run_record.record_run(out_dir, flags, stage="parallel_rollout_main") as record:
+    with run_record.record_run(out_dir, flags, stage="collect_rollouts") as record:
         record.data["resolved"] = {
             "seed": seed,
             "tag": tag,
             "rollouts_per_shard": rollouts_per_shard,
         }
         record.write()
-        results = gym_rollouts.run_rollout_tasks(
+        results = run_rollout_tasks(
             env_enum.make_fn(),
             policy_fn,
             tasks,
@@ -299,17 +250,49 @@ def collect_rollouts(
     }
 
 
-class _EnvTaggingPickleSink(tfr.PickleSink):
-    """A PickleSink that adds the environment and policy names to each rollout's metadata."""
+def _check_flags(
+    num_rollouts, parallelism, max_steps, rollout_timeout, out_format, compression,
+    rollouts_per_shard, out_name, validation_fraction,
+) -> None:  # fmt: skip
+    shards.check_positive(num_rollouts=num_rollouts, parallelism=parallelism, max_steps=max_steps)
+    if rollout_timeout is not None and rollout_timeout < 0:
+        raise BadInput(
+            f"--rollout_timeout must be >= 0 seconds (0: no limit), got {rollout_timeout}."
+        )
+    if out_format not in OUT_FORMATS:
+        raise BadInput(f"--out_format={out_format!r}; valid: {', '.join(OUT_FORMATS)}.")
+    if out_format == "pickle" and (compression is not None or rollouts_per_shard):
+        raise BadInput(
+            "--compression and --rollouts_per_shard apply to --out_format=tfrecord only "
+            "(pickles are converted with convert_pickles_to_tfrecords.py)."
+        )
+    if not out_name or os.sep in out_name or out_name.startswith("."):
+        raise BadInput(f"--out_name={out_name!r} must be a plain, non-hidden file name prefix.")
+    if not 0.0 <= validation_fraction < 1.0:
+        raise BadInput(f"--validation_fraction must be in [0, 1), got {validation_fraction}.")
+    if rollouts_per_shard is not None and rollouts_per_shard != 0:
+        shards.check_positive(rollouts_per_shard=rollouts_per_shard)
 
-    def __init__(self, out_dir: str, environment: str, policy: str):
-        super().__init__(out_dir)
-        self.environment, self.policy = environment, policy
 
-    def write(self, task, rollouts):
-        def tagged():
-            for r in rollouts:
-                r.metadata.update(environment=self.environment, policy=self.policy)
-                yield r
-
-        return super().write(task, tagged())
+def _policy(
+    env_enum: Environments,
+    policy: str | PolicyFn,
+    controller_dir: str | None,
+    random_action_prob: float,
+) -> tuple[PolicyFn, str]:
+    """(constructor, stable key for run tags and metadata) of the --policy flags."""
+    if policy == CONTROLLER:
+        policy_fn = resolve_policy(
+            env_enum,
+            CONTROLLER,
+            controller_dir=controller_dir,
+            random_action_prob=random_action_prob,
+        )
+        return policy_fn, f"controller:{os.path.abspath(controller_dir)}:{random_action_prob:g}"
+    if controller_dir or random_action_prob:
+        raise BadInput("--controller_dir and --random_action_prob need --policy=controller.")
+    if isinstance(policy, str):
+        return resolve_policy(env_enum, policy), policy
+    if not callable(policy):
+        raise BadInput(f"policy must be a name or a policy constructor, got {policy!r}.")
+    return policy, policy_key(policy)

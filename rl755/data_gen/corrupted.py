@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Sequence
 
 from rl755.common import sharded_io
+from rl755.common.errors import BadInput
 
 
 def check_tfrecord_file(path: str) -> tuple[int, str | None]:
@@ -43,7 +44,7 @@ def find_corrupted_tfrecords(
 
     files = sharded_io.list_shards(pattern)
     if not files:
-        raise ValueError(
+        raise BadInput(
             f"--pattern={pattern} matches no files. Quote it so the shell does not expand it, "
             "e.g. --pattern='<out_dir>/rollouts-*.tfrecord-*'."
         )
@@ -60,11 +61,11 @@ def dispose_corrupted(
 ) -> list[str]:
     """Deletes the files, or moves them into `quarantine_dir`; returns what was done per file."""
     if delete and quarantine_dir:
-        raise ValueError("Pass either --delete or --quarantine_dir, not both.")
+        raise BadInput("Pass either --delete or --quarantine_dir, not both.")
     done = []
     if quarantine_dir:
         if os.path.exists(quarantine_dir) and not os.path.isdir(quarantine_dir):
-            raise ValueError(f"--quarantine_dir={quarantine_dir} is a file; pass a directory.")
+            raise BadInput(f"--quarantine_dir={quarantine_dir} is a file; pass a directory.")
         os.makedirs(quarantine_dir, exist_ok=True)
     for path, _ in corrupted:
         if delete:
@@ -73,7 +74,7 @@ def dispose_corrupted(
         elif quarantine_dir:
             target = os.path.join(quarantine_dir, os.path.basename(path))
             if os.path.exists(target):
-                raise ValueError(f"{target} exists already; choose another --quarantine_dir.")
+                raise BadInput(f"{target} exists already; choose another --quarantine_dir.")
             shutil.move(path, target)
             done.append(f"moved {path} -> {target}")
     return done

@@ -1,7 +1,7 @@
 """How much of the world a random policy shows: statistics of its rollouts.
 
-stats = measure_policy(Environments.CAR_RACING, HastingsRandomPolicy, num_rollouts=3,
-                       max_steps=300, seed=0)
+policy_fn = resolve_policy("CAR_RACING", "HastingsRandomPolicy")
+stats = measure_policy(Environments.CAR_RACING, policy_fn, num_rollouts=3, max_steps=300, seed=0)
 stats["road_fraction"]     # share of frames with grey road just ahead of the car
 stats["tiles_per_rollout"]  # track tiles visited per rollout (driving forward)
 stats["action_autocorr"]   # lag-1 autocorrelation of actions, per dimension [A]
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rl755.data_gen.gym_rollouts import PolicyFn, _run_episode, build_policy, rollout_seed
+from rl755.data_gen.episodes import rollout_seed, run_episode
 from rl755.environments import Environments
+from rl755.policies.base import PolicyFn, build_policy
 
 # CarRacing-v3 96x96 frames: the car sits at rows ~66-77, columns ~45-50; this patch is the
 # road just ahead of it. Road is grey (r = g = b ~ 100-110); grass is green (102, 204/229, 102).
@@ -49,7 +50,7 @@ def measure_policy(
     road, tiles, returns, autocorr = [], [], [], []
     try:
         for i in range(num_rollouts):
-            rollout = _run_episode(env, policy, max_steps, rollout_seed(seed, i))
+            rollout = run_episode(env, policy, max_steps, rollout_seed(seed, i))
             frames = np.stack(rollout.obs_l)
             actions = np.stack(rollout.action_l)
             if environment is Environments.CAR_RACING:

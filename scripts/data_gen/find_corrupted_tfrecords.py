@@ -25,13 +25,14 @@ flags.mark_flag_as_required("pattern")
 
 def main(argv):
     del argv
+    from rl755.common.errors import BadInput
     from rl755.data_gen.corrupted import dispose_corrupted, find_corrupted_tfrecords
 
     try:
         if FLAGS.delete and FLAGS.quarantine_dir:
-            raise ValueError("Pass either --delete or --quarantine_dir, not both.")
+            raise BadInput("Pass either --delete or --quarantine_dir, not both.")
         corrupted, checked = find_corrupted_tfrecords(FLAGS.pattern)
-    except ValueError as e:
+    except BadInput as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for path, reason in corrupted:

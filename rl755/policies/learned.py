@@ -1,8 +1,9 @@
 """A trained world-model controller behind the stage-1 `Policy` interface.
 
     policy = WorldModelPolicy.from_controller_dir(model_dir)       # or WorldModelPolicy(spec, params)
-    rollout = gym_rollouts.single_rollout(env.make_fn(), policy, max_steps=1000, seed=3)
+    rollout = episodes.single_rollout(env.make_fn(), policy, max_steps=1000, seed=3)
     # parallel_rollouts(make_env, functools.partial(WorldModelPolicy, spec, params), ...)
+    # --policy=controller: resolve_policy(env, "controller", controller_dir=..., random_action_prob=...)
 
 Collecting rollouts with a trained controller is how iterative World Models training gets
 data the random policy never reaches. One environment per policy: the batched E-env loop
@@ -11,10 +12,15 @@ for evaluation is `agent.run_episodes`.
 
 from __future__ import annotations
 
+import functools
+import os
+
 import numpy as np
 
+from rl755.common.errors import BadInput
 from rl755.controller.agent import AgentSpec
-from rl755.data_gen.gym_rollouts import Policy
+from rl755.environments import Environments
+from rl755.policies.base import Policy, PolicyFn
 
 
 class WorldModelPolicy(Policy):
@@ -66,3 +72,29 @@ class WorldModelPolicy(Policy):
             random = np.asarray(self._space.sample(), np.float32)[None]
             return self._agent.act(obs, self.params[None], random, np.array([True]))[0]
         return self._agent.act(obs, self.params[None])[0]
+
+
+def controller_policy(
+    environment: Environments, controller_dir: str | None = None, random_action_prob: float = 0.0
+) -> PolicyFn:
+    """`--policy=controller`: a constructor of the `WorldModelPolicy` of the trained controller
+    in `controller_dir`, taking a uniform random action with probability `random_action_prob`
+    each step. Loads its models once here, so a missing or mismatched one fails (BadInput)
+    before any rollout."""
+    if not controller_dir:
+        raise BadInput("--policy=controller needs --controller_dir (a train_controller model dir).")
+    if not 0.0 <= random_action_prob <= 1.0:
+        raise BadInput(f"--random_action_prob must be in [0, 1], got {random_action_prob}.")
+    try:
+        policy = WorldModelPolicy.from_controller_dir(controller_dir, random_action_prob)
+    except (FileNotFoundError, LookupError, ValueError) as e:
+        raise BadInput(f"--controller_dir={controller_dir}: {e}") from e
+    if policy.spec.env != environment:
+        raise BadInput(
+            f"--controller_dir={controller_dir} holds a controller for {policy.spec.env.name}, "
+            f"not --environment={environment.name}."
+        )
+    policy.spec.build()  # loads the encoder and sequential model: fail now, not in a worker
+    return functools.partial(
+        WorldModelPolicy.from_controller_dir, os.path.abspath(controller_dir), random_action_prob
+    )

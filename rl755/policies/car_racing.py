@@ -1,4 +1,5 @@
-"""Rollout policies for CAR_RACING (`--policy=<name>` of the data-generation scripts).
+"""The policy tuned for CAR_RACING: `--policy=HastingsRandomPolicy` (registered in
+`rl755.policies.registry`; `--policy=RandomPolicy` is the generic uniform one).
 
     --policy=RandomPolicy          uniform over the action box at every step
     --policy=HastingsRandomPolicy  smooth Perlin-noise driving that follows the track
@@ -17,18 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from rl755.data_gen import policies as _generic
+from rl755.policies.generic import SmoothNoisePolicy
 
 # Rows of the 96x96 frame ahead of the car (the car sits at rows ~66-77, columns 45-50).
 _AHEAD_ROWS = slice(40, 66)
 _CAR_COLUMN = 47.5
 
 
-class RandomPolicy(_generic.UniformRandomPolicy):
-    """Uniform over the environment's action box, independently at every step."""
-
-
-class HastingsRandomPolicy(_generic.SmoothNoisePolicy):
+class HastingsRandomPolicy(SmoothNoisePolicy):
     """Temporally smooth random driving, in the spirit of the original Perlin-noise policy.
 
     Steering, gas and brake follow 1-D Perlin noise (steering amplitude `steer_scale`,

@@ -1,0 +1,116 @@
+"""rl755.common.ray_pool, the one place that handles Ray timeouts, retries and worker
+replacement (stage 1's rollout scheduler and the controller's real evaluator both use it).
+
+Faults are injected with marker files in tmp_path: a job kills its worker process (SIGKILL),
+hangs, or raises, once or every time. The worker class is built inside a function so Ray ships
+it by value (test modules are not importable in workers)."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from rl755.common.errors import WorkerFailure
+from rl755.common.ray_pool import Job, RayWorkerPool
+
+
+def _worker_cls():
+    class Worker:
+        """job(x, fault, marker): 2 * x, unless `fault` fires (once if `marker` is given)."""
+
+        def __init__(self, fail_init: bool = False):
+            if fail_init:
+                raise ValueError("constructor is broken")
+
+        def pid(self):
+            return os.getpid()
+
+        def job(self, x, fault=None, marker=None):
+            if fault and not (marker and os.path.exists(marker)):
+                if marker:
+                    open(marker, "w").close()
+                if fault == "kill":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if fault == "hang":
+                    time.sleep(3600)
+                if fault == "raise":
+                    raise ValueError(f"job {x} is broken")
+            return 2 * x
+
+    return Worker
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    import ray
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # 4 logical CPUs: the shared pool holds 2, the pools of the last test need 1 more.
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool(ray_cluster):
+    """One pool of 2 workers for the tests below (a worker start costs seconds)."""
+    with RayWorkerPool(
+        _worker_cls(), size=2, max_retries=1, startup_timeout=120, hint="Raise --the_timeout."
+    ) as p:
+        yield p
+
+
+def _jobs(n, timeout=None, faults=None):
+    faults = faults or {}
+    return [Job(f"job {i}", (i, *faults.get(i, ())), timeout) for i in range(n)]
+
+
+def _pids(pool):
+    import ray
+
+    return ray.get([a.pid.remote() for a in pool.actors])
+
+
+def test_results_in_job_order_despite_a_killed_and_a_hung_worker(pool, tmp_path):
+    pool.wait_ready()
+    pids, failures = _pids(pool), pool.failures_total
+    killed, hung = str(tmp_path / "killed"), str(tmp_path / "hung")
+    faults = {1: ("kill", killed), 4: ("hang", hung)}
+    polled = []
+    out = pool.run("job", _jobs(6, timeout=5, faults=faults), on_poll=polled.append)
+    assert out == [0, 2, 4, 6, 8, 10]
+    assert os.path.exists(killed) and os.path.exists(hung)  # both faults did fire
+    assert pool.failures_total == failures + 2
+    assert set(_pids(pool)) - set(pids)  # failed workers were replaced
+    assert polled  # the driver woke up to check deadlines while jobs ran
+    assert pool.run("job", _jobs(3)) == [0, 2, 4]  # the same pool keeps working
+
+
+def test_a_job_that_keeps_failing_stops_the_run_with_every_cause(pool):
+    with pytest.raises(
+        WorkerFailure,
+        match=r"job 1 failed 2 times: ran past its time limit \(2 s\); ran past its time "
+        r"limit \(2 s\)\. Its worker was killed and replaced each time\. Raise --the_timeout",
+    ):
+        pool.run("job", _jobs(3, timeout=2, faults={1: ("hang",)}))
+    with pytest.raises(WorkerFailure, match=r"job 0 failed 2 times: worker died"):
+        pool.run("job", _jobs(1, faults={0: ("kill",)}))
+    assert pool.run("job", _jobs(4)) == [0, 2, 4, 6]  # repaired: both workers usable
+    assert len(set(_pids(pool))) == 2
+
+
+def test_job_errors_stop_at_once_or_are_retried(pool, tmp_path):
+    failures = pool.failures_total
+    with pytest.raises(RuntimeError, match="(?s)job 1 failed: .*job 1 is broken") as e:
+        pool.run("job", _jobs(2, faults={1: ("raise",)}))
+    assert not isinstance(e.value, WorkerFailure) and pool.failures_total == failures
+    with RayWorkerPool(
+        _worker_cls(), size=1, max_retries=1, startup_timeout=120, retry_errors=True
+    ) as retrying:
+        assert retrying.run("job", _jobs(2, faults={1: ("raise", str(tmp_path / "r"))})) == [0, 2]
+        with pytest.raises(WorkerFailure, match="(?s)job 0 failed 2 times: .*job 0 is broken"):
+            retrying.run("job", _jobs(1, faults={0: ("raise",)}))
+    with pytest.raises(RuntimeError, match="(?s)A worker failed to start: .*constructor is broken"):
+        with RayWorkerPool(_worker_cls(), args=(True,), size=1, startup_timeout=120) as broken:
+            broken.run("job", _jobs(1))
