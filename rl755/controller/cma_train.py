@@ -24,7 +24,6 @@ and CMA-ES state exactly (CMA-ES's sampling in generation g is seeded by (seed, 
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import logging
 import os
@@ -34,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rl755.common import sharded_io
+from rl755.common import pictures, sharded_io
 from rl755.controller import saved
 from rl755.controller.agent import AgentSpec
 from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
@@ -139,13 +138,8 @@ def _save_checkpoint(model_dir: str, ckpt: dict) -> None:
 
 
 def _plot_curve(model_dir: str, history: list[dict], evals: list[dict], title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     gens = [h["generation"] for h in history]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = pictures.new_figure(figsize=(7, 4))
     ax.plot(gens, [h["mean"] for h in history], label="population mean")
     ax.plot(gens, [h["best"] for h in history], label="population best")
     ax.fill_between(
@@ -170,12 +164,7 @@ def _plot_curve(model_dir: str, history: list[dict], evals: list[dict], title: s
     ax.set_title(title)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    with sharded_io.atomic_output(os.path.join(model_dir, CURVE)) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(buf.getvalue())
+    pictures.figure(fig).save(os.path.join(model_dir, CURVE))
 
 
 def train_controller(

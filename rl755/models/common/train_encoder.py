@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from rl755.common import checkpoints, lookup, run_record, sharded_io, tf_setup
+from rl755.common import checkpoints, lookup, pictures, run_record, sharded_io, tf_setup
 from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
 from rl755.common.structs import Rollout
 from rl755.environments import Environments
@@ -139,31 +139,27 @@ def observation_batches(
     return ds.map(lambda x: (x, x)).prefetch(tf.data.AUTOTUNE)
 
 
-def reconstruction_grid(encoder: ObservationEncoder, frames: np.ndarray) -> np.ndarray | None:
-    """uint8 [2*h, n*w, C]: the frames as the model sees them on top, reconstructions below.
+def frames_as_seen(encoder: ObservationEncoder, frames) -> np.ndarray:
+    """float [N, h, w, C] in [0, 1]: uint8 frames [N, H, W, C] as the encoder sees them
+    (its `preprocess`: cropped, resized), else resized to its decoder's output size."""
+    frames = tf.convert_to_tensor(np.asarray(frames))
+    if hasattr(encoder, "preprocess"):
+        return np.asarray(encoder.preprocess(frames))
+    size = encoder.decode(encoder.compute_representation(frames[:1])).shape[1:3]
+    return np.asarray(tf.image.resize(tf.cast(frames, tf.float32) / 255.0, size))
+
+
+def reconstruction_grid(encoder: ObservationEncoder, frames) -> np.ndarray | None:
+    """uint8 [2*h, N*w, C]: the frames as the model sees them on top, reconstructions below.
 
     None for encoders without a decoder."""
-    frames = tf.convert_to_tensor(frames)
+    frames = tf.convert_to_tensor(np.asarray(frames))
     try:
         recon = encoder.decode(encoder.compute_representation(frames))
     except NotImplementedError:
         return None
-    recon = np.asarray(recon)
-    if hasattr(encoder, "preprocess"):
-        seen = np.asarray(encoder.preprocess(frames))
-    else:
-        seen = np.asarray(tf.image.resize(tf.cast(frames, tf.float32) / 255.0, recon.shape[1:3]))
-    rows = [np.concatenate(list(seen), axis=1), np.concatenate(list(recon), axis=1)]
-    grid = np.clip(np.concatenate(rows, axis=0) * 255.0, 0, 255).astype(np.uint8)
-    scale = max(1, 128 // recon.shape[1])  # tiny frames get blown up to be visible
-    return np.kron(grid, np.ones((scale, scale, 1), np.uint8))
-
-
-def save_png(path: str, image: np.ndarray) -> None:
-    from PIL import Image
-
-    with sharded_io.atomic_output(path) as tmp:
-        Image.fromarray(image).save(tmp, format="PNG")
+    rows = [pictures.frame_grid(frames_as_seen(encoder, frames)), pictures.frame_grid(recon)]
+    return np.concatenate(rows, axis=0)
 
 
 class _StopOnNonFiniteLoss(keras.callbacks.Callback):
@@ -253,7 +249,8 @@ class _SaveEverything(keras.callbacks.Callback):
         png_name = f"model-{number:03d}.reconstructions.png"
         grid = reconstruction_grid(self.model, self.sample_frames)
         if grid is not None:
-            save_png(os.path.join(self.model_dir, png_name), grid)
+            grid = pictures.upscaled(grid, max(1, 256 // grid.shape[0]))  # frames >= ~128 px
+            pictures.image(grid).save(os.path.join(self.model_dir, png_name))
         with self.writer.as_default(step=step):
             if train_loss is not None:
                 tf.summary.scalar("loss/train", train_loss)
