@@ -1,7 +1,8 @@
 # The two set-up commands (see README):
 #   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU)
 #   make test   runs the test suite
-# Both create .venv and install what is missing from requirements.txt first.
+#   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
+# Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -9,8 +10,9 @@ STAMP := $(VENV)/.installed
 DEMO_DIR ?= runs/demo
 PRESET ?= demo
 PYTEST_ARGS ?=
+NOTEBOOK_ARGS ?=
 
-.PHONY: demo test lint venv clean-venv
+.PHONY: demo test lint notebook venv clean-venv
 
 venv: $(STAMP)
 
@@ -26,6 +28,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# e.g. make notebook NOTEBOOK_ARGS="--no-browser --ip=0.0.0.0" on a remote machine; as root
+# (containers) Jupyter needs --allow-root, passed then
+notebook: $(STAMP)
+	$(VENV)/bin/jupyter notebook --ServerApp.root_dir=notebooks \
+		$$(test "$$(id -u)" = 0 && echo --allow-root) $(NOTEBOOK_ARGS)
 
 lint: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/pre-commit run --all-files

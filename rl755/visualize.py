@@ -1,85 +1,368 @@
-"""Pictures of what the world model learned.
+"""Pictures of what the world model learned, as objects a notebook shows and a script saves.
 
-`predicted_frames(encoder, sequential_model, rollout)` lays out, for a few steps of a real
-rollout, three rows of frames:
+    from rl755 import visualize
+    visualize.frames_image(rollout["observations"][:12])        # a row of frames, inline
+    visualize.animation(frames, fps=10)                         # an animated GIF, inline
+    visualize.reconstructions_image(vae, frames)                # frames above reconstructions
+    visualize.dream_animation(vae, mdn_rnn, frames, actions)    # real | dreamed, side by side
+    picture.save("episode.gif")                                 # any of them, atomically
+
+Every function returning a picture returns a `Picture` (rl755.common.pictures, whose
+functions this module also offers): encoded PNG or GIF bytes that Jupyter displays when a
+cell ends with it and that `save(path)` writes atomically. The stages' own pictures (VAE
+reconstructions, the controller's episode GIF and learning curve, the pipeline's predicted
+frames) are made with the same functions. `find_world_model` finds and loads trained models
+for the pictures (the registry's, else a pipeline run's).
+
+Frames go in as uint8 [..., H, W, C] in 0-255 or floats in [0, 1] (what decoders return).
+Rows of model pictures:
 
     real          the environment's frames o_{t+1}
     VAE           decode(encode(o_{t+1})): what the encoder keeps
-    predicted     decode(z'_{t+1}) where z'_{t+1} = sample_next(step(z_t, a_t)) at temperature ~0
-
-The sequential model sees the real (z_t, a_t) up to each step (teacher forcing), so each
-predicted frame is a one-step prediction: the row shows whether the model knows what the
-next frame looks like given the action.
+    one-step      decode(z'_{t+1}), z'_{t+1} = sample_next(step(z_t, a_t)): the model sees the
+                  real (z_t, a_t) up to each step (teacher forcing)
+    dream         the model conditioned on the real frames up to `start`, then fed its own
+                  samples (open loop) with the real actions: multi-step prediction
 """
 
 from __future__ import annotations
 
-import io
+import dataclasses
+import os
+from collections.abc import Sequence
 
 import numpy as np
 
-from rl755.common import sharded_io
+from rl755.common.pictures import (
+    MIN_HEIGHT,
+    Picture,
+    animation,
+    figure,
+    frame_grid,
+    frames_image,
+    from_file,
+    image,
+    labeled_rows,
+    new_figure,
+    to_uint8,
+)
+
+__all__ = [  # the pictures (rl755.common.pictures) and the world model's pictures
+    "MIN_HEIGHT",
+    "Picture",
+    "WorldModel",
+    "animation",
+    "as_seen",
+    "decode",
+    "dream_animation",
+    "encode",
+    "figure",
+    "find_world_model",
+    "frame_grid",
+    "frames_image",
+    "from_file",
+    "image",
+    "labeled_rows",
+    "latent_projection",
+    "new_figure",
+    "predicted_frames",
+    "predicted_frames_for_registry",
+    "predictions_image",
+    "reconstructions",
+    "reconstructions_image",
+    "save_png",
+    "temperatures_image",
+    "to_uint8",
+    "world_model_rows",
+]
+
+
+def save_png(path: str, image: np.ndarray, title: str | None = None) -> None:
+    """Writes a predicted_frames image (rows real, VAE, one-step) with labels, atomically."""
+    h = image.shape[0] // 3
+    rows = {label: image[i * h : (i + 1) * h][None] for i, label in enumerate(ROW_LABELS)}
+    labeled_rows(rows, title).save(path)
+
+
+# ---- what the models see and predict ----------------------------------------------------------
+ROW_LABELS = ("real", "VAE", "one-step")
+
+
+def as_seen(encoder, frames) -> np.ndarray:
+    """float [N, h, w, C] in [0, 1]: the frames as the encoder sees them (cropped, resized)."""
+    from rl755.models.common.encoder_callbacks import frames_as_seen
+
+    return frames_as_seen(encoder, frames)
+
+
+def encode(encoder, frames) -> np.ndarray:
+    """z [N, Z] of uint8 frames [N, H, W, C] (the posterior mean for VAEs)."""
+    import tensorflow as tf
+
+    return np.asarray(encoder.compute_representation(tf.constant(np.asarray(frames))))
+
+
+def decode(encoder, z) -> np.ndarray:
+    """float frames [N, h, w, C] in [0, 1] of z [N, Z]."""
+    import tensorflow as tf
+
+    return np.asarray(encoder.decode(tf.constant(np.asarray(z, np.float32))))
+
+
+def reconstructions(encoder, frames) -> np.ndarray | None:
+    """uint8 [2*h, N*w, C]: the frames as the encoder sees them on top, reconstructions below
+    (what train_obs_encoder saves at every checkpoint); None for encoders without a decoder."""
+    from rl755.models.common.encoder_callbacks import reconstruction_grid
+
+    return reconstruction_grid(encoder, frames)
+
+
+def reconstructions_image(encoder, frames) -> Picture:
+    """`reconstructions` as an inline picture (scaled up when small)."""
+    grid = reconstructions(encoder, frames)
+    if grid is None:
+        raise ValueError(f"{type(encoder).__name__} has no decoder: nothing to reconstruct.")
+    return image(grid)
+
+
+def _step_latents(sequential_model, z, actions, start, num_steps, open_loop, temperature, seed):
+    """z'_{t+1} [num_steps, Z] for t = start .. start + num_steps - 1 (see module docstring)."""
+    import tensorflow as tf
+
+    z = np.asarray(z, np.float32)
+    actions = np.asarray(actions, np.float32)
+    state = sequential_model.initial_state(1)
+    current = z[:1]
+    out = []
+    for t in range(start + num_steps):
+        if t <= start or not open_loop:
+            current = z[t : t + 1]
+        h, state = sequential_model.step(
+            tf.constant(current), tf.constant(actions[t : t + 1]), state
+        )
+        if t >= start:
+            nxt = sequential_model.sample_next(
+                h,
+                temperature=temperature,
+                seed=tf.constant([seed, t], tf.int32),
+                z=tf.constant(current),
+            )
+            current = np.asarray(nxt["z"], np.float32)
+            out.append(current[0])
+    return np.stack(out)
+
+
+def world_model_rows(
+    encoder,
+    sequential_model,
+    frames,
+    actions,
+    start: int = 8,
+    num_steps: int = 8,
+    rows: Sequence[str] = ("real", "VAE", "one-step", "dream"),
+    temperature: float = 1e-3,
+    seed: int = 0,
+) -> dict:
+    """{label: float frames [num_steps, h, w, C]} for steps start+1 .. start+num_steps.
+
+    frames: uint8 [T, H, W, C] (T > start + num_steps); actions: float32 [T, A] (as stored).
+    Labels from ("real", "VAE", "one-step", "dream"), or "dream T=<temperature>" for a dream
+    at another temperature. `temperature` applies to the sampled rows; ~0 is the mode."""
+    frames = np.asarray(frames)
+    end = start + num_steps
+    if len(frames) < end + 1 or len(actions) < end:
+        raise ValueError(
+            f"Steps {start + 1}..{end} need at least {end + 1} frames and {end} actions, got "
+            f"{len(frames)} and {len(actions)}."
+        )
+    z = encode(encoder, frames[: end + 1])
+    out = {}
+    for label in rows:
+        if label == "real":
+            out[label] = as_seen(encoder, frames[start + 1 : end + 1])
+        elif label == "VAE":
+            out[label] = decode(encoder, z[start + 1 : end + 1])
+        elif label in ("one-step", "dream") or label.startswith("dream T="):
+            temp = float(label.split("=")[1]) if "=" in label else temperature
+            zs = _step_latents(
+                sequential_model, z, actions, start, num_steps, label != "one-step", temp, seed
+            )
+            out[label] = decode(encoder, zs)
+        else:
+            raise ValueError(f"Unknown row {label!r}; valid: real, VAE, one-step, dream[ T=x].")
+    return out
 
 
 def predicted_frames(
     encoder, sequential_model, frames, actions, start: int = 8, num_steps: int = 8
 ) -> np.ndarray:
-    """Returns a uint8 image [3 * h, num_steps * w, 3] (rows: real, VAE, predicted).
-
-    frames: uint8 [T, H, W, C] (T > start + num_steps); actions: float32 [T, A] (as stored).
-    """
-    import tensorflow as tf
-
-    frames = np.asarray(frames)
-    actions = np.asarray(actions, np.float32)
-    end = start + num_steps
-    if len(frames) < end + 1:
-        raise ValueError(f"Need at least {end + 1} frames, got {len(frames)}.")
-    z = encoder.compute_representation(tf.constant(frames[: end + 1])).numpy()  # [T, Z]
-    state = sequential_model.initial_state(1)
-    predicted = []
-    for t in range(end):
-        a = tf.constant(actions[t : t + 1])
-        h, state = sequential_model.step(tf.constant(z[t : t + 1]), a, state)
-        if t >= start:
-            nxt = sequential_model.sample_next(h, temperature=1e-3, z=tf.constant(z[t : t + 1]))
-            predicted.append(nxt["z"].numpy()[0])
-    real = tf.constant(frames[start + 1 : end + 1])
-    recon = encoder.decode(tf.constant(z[start + 1 : end + 1])).numpy()
-    pred = encoder.decode(tf.constant(np.stack(predicted))).numpy()
-    if hasattr(encoder, "preprocess"):  # the frame as the encoder sees it (cropped, resized)
-        real = encoder.preprocess(real).numpy()
-    else:
-        real = tf.image.resize(real, recon.shape[1:3]).numpy() / 255.0
-    rows = [np.concatenate(list(r), axis=1) for r in (real, recon, pred)]
-    image = np.concatenate(rows, axis=0)
-    return (np.clip(image, 0.0, 1.0) * 255).astype(np.uint8)
+    """Returns a uint8 image [3 * h, num_steps * w, 3] (rows: real, VAE, one-step)."""
+    rows = world_model_rows(
+        encoder, sequential_model, frames, actions, start, num_steps, ROW_LABELS
+    )
+    return np.concatenate([frame_grid(rows[k]) for k in ROW_LABELS], axis=0)
 
 
-def save_png(path: str, image: np.ndarray, title: str | None = None) -> None:
-    """Writes an RGB uint8 image [H, W, 3] (scaled up for small frames) atomically."""
-    import matplotlib
+def predictions_image(
+    encoder, sequential_model, frames, actions, start: int = 8, num_steps: int = 8, **kwargs
+) -> Picture:
+    """`world_model_rows` as one labeled picture (kwargs: rows, temperature, seed)."""
+    rows = world_model_rows(encoder, sequential_model, frames, actions, start, num_steps, **kwargs)
+    return labeled_rows(rows, title=f"steps {start + 1}-{start + num_steps}")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    h, w = image.shape[:2]
-    scale = max(1.0, 300.0 / h)
-    fig, ax = plt.subplots(figsize=(w * scale / 100 + 1.2, h * scale / 100 + 0.6), dpi=100)
-    ax.imshow(image, interpolation="nearest")
-    ax.set_xticks([])
-    rows = 3
-    ax.set_yticks([(i + 0.5) * h / rows for i in range(rows)])
-    ax.set_yticklabels(["real", "VAE", "predicted"])
-    if title:
-        ax.set_title(title, fontsize=9)
+def temperatures_image(
+    encoder,
+    sequential_model,
+    frames,
+    actions,
+    temperatures: Sequence[float] = (0.1, 1.0, 1.5),
+    start: int = 8,
+    num_steps: int = 8,
+    seed: int = 0,
+) -> Picture:
+    """Real frames above open-loop dreams from the same start at each temperature."""
+    rows = ["real"] + [f"dream T={t:g}" for t in temperatures]
+    return predictions_image(
+        encoder, sequential_model, frames, actions, start, num_steps, rows=rows, seed=seed
+    )
+
+
+def dream_animation(
+    encoder,
+    sequential_model,
+    frames,
+    actions,
+    start: int = 0,
+    num_steps: int | None = None,
+    temperature: float = 1.0,
+    seed: int = 0,
+    fps: float = 8,
+) -> Picture:
+    """GIF of the real frames (left) beside a dream (right): the model starts from the real
+    frame at `start` and follows the real actions on its own samples for `num_steps`."""
+    num_steps = num_steps or len(frames) - start - 1
+    rows = world_model_rows(
+        encoder,
+        sequential_model,
+        frames,
+        actions,
+        start,
+        num_steps,
+        rows=("real", "dream"),
+        temperature=temperature,
+        seed=seed,
+    )
+    both = np.concatenate([rows["real"], rows["dream"]], axis=2)  # [T, h, 2w, C]
+    return animation(both, fps=fps)
+
+
+def latent_projection(encoder, frames, color=None, color_label: str = "time step") -> Picture:
+    """The frames' z projected on its 2 principal components, coloured by `color` [N]
+    (default: the frame index, i.e. time), joined in time order."""
+    z = encode(encoder, frames).astype(np.float64)
+    centered = z - z.mean(axis=0)
+    _, s, vt = np.linalg.svd(centered, full_matrices=False)
+    xy = centered @ vt[:2].T
+    explained = (s[:2] ** 2) / max((s**2).sum(), 1e-12)
+    color = np.arange(len(z)) if color is None else np.asarray(color)
+    fig, ax = new_figure(figsize=(6, 4.5))
+    ax.plot(xy[:, 0], xy[:, 1], color="0.8", linewidth=0.5, zorder=1)
+    points = ax.scatter(xy[:, 0], xy[:, 1], c=color, s=12, cmap="viridis", zorder=2)
+    fig.colorbar(points, ax=ax, label=color_label)
+    ax.set_xlabel(f"PC 1 ({explained[0]:.0%} of variance)")
+    ax.set_ylabel(f"PC 2 ({explained[1]:.0%} of variance)")
+    ax.set_title(f"z of {len(z)} frames (Z = {z.shape[1]})", fontsize=9)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    with sharded_io.atomic_output(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(buf.getvalue())
+    return figure(fig)
+
+
+# ---- trained models ---------------------------------------------------------------------------
+@dataclasses.dataclass
+class WorldModel:
+    """Trained models of one environment, found by `find_world_model`.
+
+    Attributes:
+      environment: the Environments member.
+      source: where they were found, for people ("the registry (...)" or "the demo run ...").
+      models_dir: the models directory in force (RL755_MODELS_DIR now points there).
+      encoder_name, sequential_name: their saved_models names.
+      controller_name: the saved_models name of the controller, None when none was trained.
+      encoder, sequential_model: the loaded models (None with load=False).
+    """
+
+    environment: object
+    source: str
+    models_dir: str
+    encoder_name: str
+    sequential_name: str
+    controller_name: str | None
+    encoder: object = None
+    sequential_model: object = None
+
+    def __str__(self) -> str:
+        controller = self.controller_name or "none trained"
+        return (
+            f"{self.environment.name} models from {self.source}:\n"
+            f"  encoder {self.encoder_name}, sequential model {self.sequential_name}, "
+            f"controller {controller}"
+        )
+
+
+def _has_weights(model_dir: str) -> bool:
+    import glob
+
+    return bool(glob.glob(os.path.join(model_dir, "*.weights.h5")))
+
+
+def find_world_model(preset: str = "demo", run_dir: str | None = None, load: bool = True):
+    """The trained models of a pipeline preset's names (CarRacing for "demo"), from
+    1. the registry: `<models_dir>/<env>/<name>/` of the user's settings (README "Configs"),
+    else 2. the preset's pipeline output, `run_dir` (default `runs/<preset>` in the repository),
+    whose data and models directories then become this process's RL755_DATA_DIR and
+    RL755_MODELS_DIR (as `pipeline.run_local` does), so every registry name resolves there.
+    Raises FileNotFoundError saying where it looked and how to train the models."""
+    from rl755 import pipeline
+    from rl755.common import config
+    from rl755.environments import Environments
+
+    p = pipeline.get_preset(preset)
+    env = Environments.from_name(p.environment)
+    run_dir = os.path.abspath(run_dir or os.path.join(pipeline.REPO_ROOT, "runs", preset))
+    candidates = [
+        (f"the registry ({config.models_dir()})", str(config.models_dir()), None),
+        (f"the {preset} run {run_dir}", os.path.join(run_dir, "models"), run_dir),
+    ]
+    for source, models_dir, out_dir in candidates:
+        folder = os.path.join(models_dir, env.folder_name)
+        if not all(
+            _has_weights(os.path.join(folder, n)) for n in (p.encoder_name, p.sequential_name)
+        ):
+            continue
+        if out_dir is not None:
+            os.environ.update(pipeline.stage_environ(out_dir))
+        has_controller = os.path.exists(os.path.join(folder, p.controller_name, "controller.json"))
+        world = WorldModel(
+            env,
+            source,
+            models_dir,
+            p.encoder_name,
+            p.sequential_name,
+            p.controller_name if has_controller else None,
+        )
+        if load:
+            from rl755 import zoo
+
+            world.encoder = zoo.get(env, p.encoder_name, kind=zoo.ENCODER)()
+            world.sequential_model = zoo.get(env, p.sequential_name, kind=zoo.SEQUENTIAL)()
+        return world
+    looked = "; ".join(os.path.join(m, env.folder_name, p.encoder_name) for _, m, _ in candidates)
+    raise FileNotFoundError(
+        f"No trained {env.name} encoder {p.encoder_name} and sequential model "
+        f"{p.sequential_name} (looked in {looked}). Train them with `make demo` (about 15 "
+        f"minutes on 2 cores; writes {run_dir}), or point RL755_MODELS_DIR (README 'Configs') at "
+        "a models directory that has them."
+    )
 
 
 def predicted_frames_for_registry(

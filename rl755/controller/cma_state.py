@@ -32,7 +32,7 @@ import pickle
 
 import numpy as np
 
-from rl755.common import checkpoints, sharded_io
+from rl755.common import checkpoints, pictures, sharded_io
 
 log = logging.getLogger(__name__)
 
@@ -142,15 +142,8 @@ def write_summary(model_dir: str, state: dict) -> None:
 
 def plot_learning_curve(path: str, history: list[dict], evals: list[dict], title: str) -> None:
     """A PNG of the population's mean, best and worst fitness, and the real evaluations."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     gens = [h["generation"] for h in history]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = pictures.new_figure(figsize=(7, 4))
     ax.plot(gens, [h["mean"] for h in history], label="population mean")
     ax.plot(gens, [h["best"] for h in history], label="population best")
     ax.fill_between(
@@ -175,9 +168,4 @@ def plot_learning_curve(path: str, history: list[dict], evals: list[dict], title
     ax.set_title(title)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    with sharded_io.atomic_output(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(buf.getvalue())
+    pictures.figure(fig).save(path)

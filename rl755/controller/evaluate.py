@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rl755.common import sharded_io
+from rl755.common import pictures, sharded_io
 from rl755.controller.agent import AgentSpec, run_episodes
 
 log = logging.getLogger(__name__)
@@ -69,16 +69,7 @@ def stats(returns) -> dict:
 
 def save_gif(path: str, frames, fps: int = 30) -> None:
     """Writes uint8 frames [H, W, C] as a looping GIF, atomically."""
-    import imageio.v2 as imageio
-
-    with sharded_io.atomic_output(path) as tmp:
-        imageio.mimsave(
-            tmp,
-            [np.asarray(f, np.uint8) for f in frames],
-            format="GIF",
-            duration=1000.0 / fps,
-            loop=0,
-        )
+    pictures.animation(frames, fps=fps, scale=1).save(path)
 
 
 def checked_params(agent, params, spec: AgentSpec) -> np.ndarray:

@@ -17,13 +17,14 @@ Rerunning with the same out_dir resumes: every stage skips or continues finished
 from rl755.pipeline.presets import PRESETS, STAGE_SCRIPTS, Preset, get_preset
 from rl755.pipeline.report import collect_pictures, format_summary
 from rl755.pipeline.runners import run_local, submit_slurm
-from rl755.pipeline.stages import Paths, build_stages, check_preset, stage_environ
+from rl755.pipeline.stages import REPO_ROOT, Paths, build_stages, check_preset, stage_environ
 
 __all__ = [
     "PRESETS",
     "STAGE_SCRIPTS",
     "Paths",
     "Preset",
+    "REPO_ROOT",
     "build_stages",
     "check_preset",
     "collect_pictures",

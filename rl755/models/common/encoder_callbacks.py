@@ -13,37 +13,33 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from rl755.common import checkpoints, sharded_io
+from rl755.common import checkpoints, pictures
 from rl755.common.errors import NonFiniteLossError
 from rl755.common.tensorboard import TrainingLogs
 from rl755.models.common.encoder import ObservationEncoder
 
 
-def reconstruction_grid(encoder: ObservationEncoder, frames: np.ndarray) -> np.ndarray | None:
-    """uint8 [2*h, n*w, C]: the frames as the model sees them on top, reconstructions below.
+def frames_as_seen(encoder: ObservationEncoder, frames) -> np.ndarray:
+    """float [N, h, w, C] in [0, 1]: uint8 frames [N, H, W, C] as the encoder sees them
+    (its `preprocess`: cropped, resized), else resized to its decoder's output size."""
+    frames = tf.convert_to_tensor(np.asarray(frames))
+    if hasattr(encoder, "preprocess"):
+        return np.asarray(encoder.preprocess(frames))
+    size = encoder.decode(encoder.compute_representation(frames[:1])).shape[1:3]
+    return np.asarray(tf.image.resize(tf.cast(frames, tf.float32) / 255.0, size))
+
+
+def reconstruction_grid(encoder: ObservationEncoder, frames) -> np.ndarray | None:
+    """uint8 [2*h, N*w, C]: the frames as the model sees them on top, reconstructions below.
 
     None for encoders without a decoder."""
-    frames = tf.convert_to_tensor(frames)
+    frames = tf.convert_to_tensor(np.asarray(frames))
     try:
         recon = encoder.decode(encoder.compute_representation(frames))
     except NotImplementedError:
         return None
-    recon = np.asarray(recon)
-    if hasattr(encoder, "preprocess"):
-        seen = np.asarray(encoder.preprocess(frames))
-    else:
-        seen = np.asarray(tf.image.resize(tf.cast(frames, tf.float32) / 255.0, recon.shape[1:3]))
-    rows = [np.concatenate(list(seen), axis=1), np.concatenate(list(recon), axis=1)]
-    grid = np.clip(np.concatenate(rows, axis=0) * 255.0, 0, 255).astype(np.uint8)
-    scale = max(1, 128 // recon.shape[1])  # tiny frames get blown up to be visible
-    return np.kron(grid, np.ones((scale, scale, 1), np.uint8))
-
-
-def save_png(path: str, image: np.ndarray) -> None:
-    from PIL import Image
-
-    with sharded_io.atomic_output(path) as tmp:
-        Image.fromarray(image).save(tmp, format="PNG")
+    rows = [pictures.frame_grid(frames_as_seen(encoder, frames)), pictures.frame_grid(recon)]
+    return np.concatenate(rows, axis=0)
 
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):
@@ -144,7 +140,8 @@ class SaveEveryPeriod(keras.callbacks.Callback):
         png_name = checkpoints.file_name(number, ".reconstructions.png")
         grid = reconstruction_grid(self.model, self.sample_frames)
         if grid is not None:
-            save_png(os.path.join(self.model_dir, png_name), grid)
+            grid = pictures.upscaled(grid, max(1, 256 // grid.shape[0]))  # frames >= ~128 px
+            pictures.image(grid).save(os.path.join(self.model_dir, png_name))
         scalars = {} if train_loss is None else {"losses/total": train_loss}
         if self._start is not None and self._last_batch_time is not None:
             seconds = max(self._last_batch_time - self._start[0], 1e-9)

@@ -1,0 +1,155 @@
+"""rl755.visualize: pictures a notebook shows inline and a script saves (tiny fake models)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from rl755 import visualize
+from rl755.environments import Environments
+
+H, W = Environments.FAKE_PIXELS.observation_shape[:2]
+
+
+def _frames(n, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (n, H, W, 3), dtype=np.uint8)
+
+
+def _open(picture):
+    return Image.open(io.BytesIO(picture.data))
+
+
+def test_frame_grid_lays_out_rows_and_pads_with_blank_frames():
+    frames = _frames(5)
+    grid = visualize.frame_grid(frames, columns=3)  # 2 rows x 3 columns, last cell blank
+    assert grid.shape == (2 * H, 3 * W, 3) and grid.dtype == np.uint8
+    np.testing.assert_array_equal(grid[:H, W : 2 * W], frames[1])
+    np.testing.assert_array_equal(grid[H:, :W], frames[3])
+    assert not grid[H:, 2 * W :].any()
+    floats = visualize.frame_grid(np.full((2, H, W, 3), 0.5, np.float32))
+    assert floats.dtype == np.uint8 and floats.max() == 128 and floats.shape == (H, 2 * W, 3)
+    with pytest.raises(ValueError, match="frames \\[N, H, W, C\\]"):
+        visualize.frame_grid(frames[0])
+
+
+def test_pictures_are_png_or_gif_shown_inline_and_saved(tmp_path):
+    png = visualize.frames_image(_frames(4))
+    assert png.format == "png" and png.data[:4] == b"\x89PNG"
+    assert _open(png).size[1] >= visualize.MIN_HEIGHT  # 16-pixel frames scaled up to be seen
+    assert set(png._repr_mimebundle_()) == {"image/png", "text/plain"}
+
+    gif = visualize.animation(_frames(6), fps=5, scale=1)
+    assert gif.format == "gif" and _open(gif).n_frames == 6 and _open(gif).size == (W, H)
+    assert _open(gif).info["duration"] == 200
+    assert "data:image/gif;base64," in gif._repr_mimebundle_()["text/html"]
+
+    path = gif.save(str(tmp_path / "sub" / "a.gif"))
+    assert visualize.from_file(path) == gif
+    assert visualize.from_file(png.save(str(tmp_path / "b.png"))).format == "png"
+    bigger = _open(visualize.from_file(path, scale=None))  # a stage's 16-pixel GIF, scaled up
+    assert bigger.n_frames == 6 and bigger.size[1] >= visualize.MIN_HEIGHT
+    assert bigger.info["duration"] == 200
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.gif", "b.png", "sub"]  # no temps
+
+
+def test_jupyter_displays_a_picture():
+    formatters = pytest.importorskip("IPython.core.formatters")
+    data, _ = formatters.DisplayFormatter().format(visualize.frames_image(_frames(2)))
+    assert "image/png" in data
+
+
+def test_labeled_rows_and_figures_are_pngs_without_touching_pyplot():
+    import matplotlib
+
+    backend = matplotlib.get_backend()
+    picture = visualize.labeled_rows({"real": _frames(3), "dream": _frames(2)}, title="t")
+    assert picture.format == "png" and _open(picture).size[0] > 3 * W
+    fig, ax = visualize.new_figure()
+    ax.plot([0, 1], [1, 0])
+    assert visualize.figure(fig).format == "png"
+    assert matplotlib.get_backend() == backend  # a notebook's inline backend stays in force
+
+
+@pytest.fixture(scope="module")
+def tiny_world_model():
+    """A tiny VAE and MDN-RNN at random weights, and one fake rollout (24 steps)."""
+    import keras
+
+    from rl755.models import catalogue
+
+    keras.utils.set_random_seed(0)
+    vae = catalogue.build("FAKE_PIXELS", "vae.Vae", representation_size=4).build_for_frames()
+    seq = catalogue.build("FAKE_PIXELS", "mdn_rnn.mdn_rnn")
+    env = Environments.FAKE_PIXELS.make()
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    frames, actions = [obs], []
+    for _ in range(16):
+        a = rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32)
+        obs, *_ = env.step(a)
+        frames.append(obs)
+        actions.append(a)
+    return vae, seq, np.stack(frames), np.stack(actions)
+
+
+def test_reconstructions_put_the_seen_frames_above_their_reconstructions(tiny_world_model):
+    vae, _, frames, _ = tiny_world_model
+    grid = visualize.reconstructions(vae, frames[:5])
+    assert grid.shape == (2 * H, 5 * W, 3) and grid.dtype == np.uint8
+    np.testing.assert_array_equal(grid[:H], visualize.frame_grid(frames[:5]))  # no crop here
+    assert visualize.reconstructions_image(vae, frames[:5]).format == "png"
+
+
+def test_world_model_rows_one_step_and_dreams(tiny_world_model):
+    vae, seq, frames, actions = tiny_world_model
+    rows = visualize.world_model_rows(
+        vae, seq, frames, actions, start=4, num_steps=6, temperature=1.0, seed=3
+    )
+    assert list(rows) == ["real", "VAE", "one-step", "dream"]
+    for label, r in rows.items():
+        assert r.shape == (6, H, W, 3), label
+    np.testing.assert_allclose(rows["real"], frames[5:11] / 255.0, atol=1e-6)
+    # Both see the real frames up to `start`, so their first prediction is the same sample;
+    # after it the dream feeds on its own samples and the one-step row on the real frames.
+    np.testing.assert_allclose(rows["dream"][0], rows["one-step"][0], atol=1e-6)
+    assert np.abs(rows["dream"][1:] - rows["one-step"][1:]).max() > 1e-4
+    again = visualize.world_model_rows(
+        vae, seq, frames, actions, 4, 6, rows=("dream",), temperature=1.0, seed=3
+    )
+    np.testing.assert_array_equal(again["dream"], rows["dream"])  # seeded: reproducible
+    other = visualize.world_model_rows(
+        vae, seq, frames, actions, 4, 6, rows=("dream T=1.5",), seed=4
+    )
+    assert np.abs(other["dream T=1.5"] - rows["dream"]).max() > 1e-4
+    with pytest.raises(ValueError, match="at least 18 frames"):
+        visualize.world_model_rows(vae, seq, frames, actions, start=11, num_steps=6)
+    with pytest.raises(ValueError, match="Unknown row"):
+        visualize.world_model_rows(vae, seq, frames, actions, 2, 2, rows=("nope",))
+
+
+def test_model_pictures(tiny_world_model, tmp_path):
+    vae, seq, frames, actions = tiny_world_model
+    image = visualize.predicted_frames(vae, seq, frames, actions, start=2, num_steps=5)
+    assert image.shape == (3 * H, 5 * W, 3) and image.dtype == np.uint8
+    visualize.save_png(str(tmp_path / "p.png"), image, title="x")
+    assert visualize.from_file(str(tmp_path / "p.png")).format == "png"
+    assert visualize.predictions_image(vae, seq, frames, actions, 2, 5).format == "png"
+    assert visualize.temperatures_image(vae, seq, frames, actions, (0.5, 2.0), 2, 5).format == "png"
+    gif = visualize.dream_animation(vae, seq, frames, actions, start=0)
+    assert _open(gif).n_frames == len(frames) - 1
+    assert _open(gif).size[0] == 2 * _open(gif).size[1]  # real | dream side by side
+    rewards = np.linspace(0, 1, len(frames))
+    assert visualize.latent_projection(vae, frames, rewards, "reward").format == "png"
+
+
+def test_pictures_and_visualize_import_without_tensorflow():
+    """Stage code and notebooks import them cheaply; TensorFlow loads only for model pictures."""
+    import subprocess
+    import sys
+
+    code = "import sys, rl755.visualize; print('tensorflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
