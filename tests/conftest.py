@@ -23,3 +23,16 @@ def _isolated_user_config(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def repo_root():
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def tiny_local_run(tmp_path_factory):
+    """The tiny preset run here once per session (scripts/pipeline.py); its out_dir.
+
+    Shared by the local pipeline test and the SLURM one, which compares its outputs."""
+    from pipeline_helpers import run_pipeline
+
+    out = tmp_path_factory.mktemp("tiny_local") / "tiny"
+    env = dict(os.environ, RL755_CONFIG=str(out.parent / "no_config.json"))
+    proc = run_pipeline("tiny", out, "--num_threads=1", env=env)
+    return out, proc.stdout
