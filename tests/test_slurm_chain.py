@@ -57,6 +57,21 @@ def test_failed_submission_midway_cancels_the_chain(tmp_path, fake_sbatch):
     assert not os.path.exists(tmp_path / "rec")
 
 
+def test_interrupted_submission_cancels_the_chain_too(tmp_path, fake_sbatch, monkeypatch, capsys):
+    real = sbatch.submit
+
+    def interrupted(path):
+        if len(fake_sbatch["submitted"]) == 1:
+            raise KeyboardInterrupt
+        return real(path)
+
+    monkeypatch.setattr(sbatch, "submit", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        chain.submit_chain(_stages(tmp_path), check=False)
+    assert fake_sbatch["cancelled"] == ["100"]
+    assert "Cancelled the 1 job already submitted" in capsys.readouterr().err
+
+
 def test_first_submission_failing_cancels_nothing(tmp_path, fake_sbatch):
     fake_sbatch["ok"] = 0
     with pytest.raises(sbatch.SlurmError, match="Nothing of this chain was submitted"):

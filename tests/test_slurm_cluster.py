@@ -157,6 +157,7 @@ def test_scontrol_job_request_fields():
 def test_chain_summary_line():
     S = chain_status.StageState
     assert chain_status.bucket(["COMPLETED", "RUNNING"]) == "running"
+    assert chain_status.bucket(["COMPLETED", "PENDING"]) == "running"  # an array under way
     assert chain_status.bucket(["COMPLETED", "FAILED"]) == "failed"
     assert chain_status.bucket(["completed"]) == "done"
     assert chain_status.bucket(["PENDING"]) == "pending" and chain_status.bucket([]) == "unknown"

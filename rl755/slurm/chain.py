@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Sequence
 
 from rl755.common.errors import BadInput
@@ -230,8 +231,12 @@ def submit_chain(
                 dry_run=dry_run,
                 **_launch_kwargs(stage, python),
             )
-        except Exception as e:
-            raise sbatch.SlurmError(_undo(submitted, stage.name, e)) from e
+        except BaseException as e:  # Ctrl-C too: nothing of a half-submitted chain stays
+            message = _undo(submitted, stage.name, e)
+            if not isinstance(e, Exception):
+                print(message, file=sys.stderr)
+                raise
+            raise sbatch.SlurmError(message) from e
         if result.job_id:
             job_ids[stage.name] = result.job_id
             submitted.append(result)
@@ -288,13 +293,14 @@ def _undo(submitted: Sequence[LaunchResult], failed: str, error: Exception) -> s
         with contextlib.suppress(OSError):
             os.remove(os.path.join(r.log_dir, f"job-{r.job_id}.json"))
     names = ", ".join(f"{r.name} ({r.job_id})" for r in submitted)
+    jobs = f"{len(ids)} job{'s' if len(ids) > 1 else ''}"
     if complaint:
         return (
-            f"{head}\nCancelling the {len(ids)} jobs already submitted for this chain failed "
+            f"{head}\nCancelling the {jobs} already submitted for this chain failed "
             f"({complaint}); cancel them yourself: scancel {' '.join(ids)}  [{names}]"
         )
     return (
-        f"{head}\nCancelled the {len(ids)} jobs already submitted for this chain ({names}): "
+        f"{head}\nCancelled the {jobs} already submitted for this chain ({names}): "
         "nothing of it is left in the queue. Fix the cause and submit again."
     )
 
