@@ -176,6 +176,7 @@ def submit_chain(
     record_dir: str | None = None,
     label: str = "chain",
     resource_hint: str = "Ask for less or another partition (the stages' Resources).",
+    before_submitting=None,
 ) -> list[LaunchResult]:
     """Submits (or runs locally) `stages` in order; returns one LaunchResult per stage.
 
@@ -191,6 +192,8 @@ def submit_chain(
     record_dir: where `chain-<time>.json` (the stages in order with their job ids) is
       written after a SLURM submission; `scripts/status.py` sums a chain up from it,
       starting the line with `label`.
+    before_submitting: called once the checks passed, before the first submission (e.g. to
+      write a file the jobs read); not called when nothing is to be submitted.
     Locally, stages after a failed one are not run (their returncode stays None).
     """
     if local:
@@ -202,6 +205,8 @@ def submit_chain(
             [(p.stage.name, p.stage.resources, len(p.instances)) for p in todo], resource_hint
         )
         _check_flags([(p.stage, p.instances[0][0]) for p in todo], python)
+    if todo and before_submitting is not None:
+        before_submitting()
     results: list[LaunchResult] = []
     job_ids: dict[str, str] = {p.stage.name: p.job_id for p in plans if p.job_id}
     submitted: list[LaunchResult] = []
