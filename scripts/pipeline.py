@@ -97,10 +97,10 @@ def _main():
             print(result.summary())
         submitted = [r for r in results if r.job_id and not r.note]
         if not FLAGS.dry_run:
+            follow = "Follow them" if submitted else "Nothing to do; status"
             print(
-                f"\n{len(submitted)} of {len(results)} stages submitted"
-                + ("" if submitted else ": nothing to do")
-                + f". Follow them: python scripts/status.py {FLAGS.out_dir}"
+                f"\n{len(submitted)} of {len(results)} stages submitted. "
+                f"{follow}: python scripts/status.py {FLAGS.out_dir}"
             )
         return 0
     pipeline.run_local(

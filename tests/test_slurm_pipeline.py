@@ -102,7 +102,7 @@ def test_tiny_pipeline_on_slurm_matches_a_local_run_and_reruns_nothing(tmp_path,
     again = run_pipeline("tiny", out, "--launcher=slurm", timeout=600).stdout
     assert "Submitted" not in again
     assert again.count("completed already") == len(CHAIN_STAGES)
-    assert "0 of 8 stages submitted: nothing to do" in again
+    assert "0 of 8 stages submitted. Nothing to do" in again
     assert sorted(glob.glob(str(out / "**" / "slurm" / "job-*.json"), recursive=True)) == (
         logs_before
     )
