@@ -11,7 +11,6 @@ SLURM a rerun submits nothing for the stages that completed (or are still queued
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import json
@@ -141,8 +140,11 @@ def submit_slurm(
     os.environ.update(stage_environ(out_dir))  # sbatch exports the submitting environment
     run_file = os.path.join(out_dir, RUN_FILE)
     had_run_file = os.path.exists(run_file)
-    if not dry_run:  # the report job reads it; written first, as it may start at once
-        write_run_file(preset, out_dir, seed)
+
+    def before_submitting():  # the report job reads it; written first, as it may start at once
+        if not dry_run:
+            write_run_file(preset, out_dir, seed)
+
     try:
         return submit_chain(
             stages,
@@ -152,12 +154,11 @@ def submit_slurm(
             record_dir=os.path.join(out_dir, launcher.SLURM_SUBDIR),
             label="pipeline",
             resource_hint=flag_hint(),
+            before_submitting=before_submitting,
         )
     except BaseException:
         if not had_run_file and os.path.exists(run_file):
-            os.remove(run_file)  # nothing of this run was submitted: leave nothing behind
-            with contextlib.suppress(OSError):
-                os.rmdir(out_dir)
+            os.remove(run_file)  # the chain's jobs were cancelled: it never ran
         raise
 
 

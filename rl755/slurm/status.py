@@ -166,6 +166,10 @@ def collect_status(root: str, with_metrics: bool = True) -> list[RunStatus]:
                 error=r.get("error"),
             )
         )
+    newest: dict[tuple, str] = {}  # (name, out_dir) -> submit time of its latest submission
+    for sub in submissions:
+        key = (sub.get("name"), sub.get("out_dir"))
+        newest[key] = max(newest.get(key, ""), sub.get("submit_time") or "")
     for sub in submissions:
         job_id = str(sub.get("job_id", ""))
         if recorded_jobs.get(job_id, 0) >= int(sub.get("num_tasks", 1)):
@@ -177,6 +181,9 @@ def collect_status(root: str, with_metrics: bool = True) -> list[RunStatus]:
         if recorded_jobs.get(job_id) and states == ["COMPLETED"]:
             continue
         stuck = None
+        superseded = newest[(sub.get("name"), sub.get("out_dir"))] > (sub.get("submit_time") or "")
+        if not states and superseded:
+            continue  # an earlier submission of a stage submitted again since (a rerun)
         if not states:
             state, source = "unknown (not in SLURM any more, no run record)", "submission"
         else:
