@@ -23,7 +23,7 @@ flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACIN
 flags.DEFINE_string(
     "model",
     None,
-    "rl755.models.<env folder>.<model>, e.g. transformer.base_deterministic_transformer.",
+    "a sequential model of rl755.models.catalogue, e.g. transformer.base_deterministic_transformer.",
 )
 flags.DEFINE_string(
     "rollouts_dataset",
