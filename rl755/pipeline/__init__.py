@@ -18,16 +18,19 @@ from rl755.pipeline.presets import PRESETS, STAGE_SCRIPTS, Preset, get_preset
 from rl755.pipeline.report import collect_pictures, format_summary
 from rl755.pipeline.runners import run_local, submit_slurm
 from rl755.pipeline.stages import REPO_ROOT, Paths, build_stages, check_preset, stage_environ
+from rl755.pipeline.world_model import WorldModel, find_world_model
 
 __all__ = [
     "PRESETS",
     "STAGE_SCRIPTS",
     "Paths",
     "Preset",
+    "WorldModel",
     "REPO_ROOT",
     "build_stages",
     "check_preset",
     "collect_pictures",
+    "find_world_model",
     "format_summary",
     "get_preset",
     "run_local",
