@@ -26,7 +26,9 @@ tf_setup.quiet()
 FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", None, "Environments enum name, e.g. DOOM_TAKE_COVER.")
 flags.DEFINE_string("model_dir", None, "A train_controller --model_dir (also scores it).")
-flags.DEFINE_string("encoder", None, "An encoder of the zoo (rl755.zoo), e.g. raw_rollout_vae_64ld.")
+flags.DEFINE_string(
+    "encoder", None, "An encoder of the zoo (rl755.zoo), e.g. raw_rollout_vae_64ld."
+)
 flags.DEFINE_string("sequential_model", None, "A sequential model of the zoo (rl755.zoo).")
 flags.DEFINE_string(
     "sequential_model_dir", None, "Instead of --sequential_model: a train_sequential_model dir."
