@@ -138,7 +138,12 @@ def run_cma_es(
     if cfg.mode == "dream":
         _check_dream_model(spec, encoder, seq, cfg)
     meta = saved.controller_meta(spec, controller)
-    meta.update(mode=cfg.mode, temperature=cfg.temperature if cfg.mode == "dream" else None)
+    dream = cfg.mode == "dream"
+    meta.update(
+        mode=cfg.mode,
+        temperature=cfg.temperature if dream else None,
+        done_threshold=cfg.done_threshold if dream else None,
+    )
 
     os.makedirs(model_dir, exist_ok=True)
     state = _resumable_state(model_dir, cfg, meta, controller.input_size)
@@ -178,7 +183,14 @@ def run_cma_es(
 
             z0 = encoded_initial_states(make_env, encode, init_seeds)
             dream = DreamEvaluator(
-                seq, controller, z0, cfg.rollout_max_steps, cfg.temperature, spec.action_fn
+                seq,
+                controller,
+                z0,
+                cfg.rollout_max_steps,
+                cfg.temperature,
+                spec.action_fn,
+                cell_state=spec.cell_state,
+                done_threshold=cfg.done_threshold,
             )
 
         for gen in range(start, cfg.generations):
@@ -312,6 +324,7 @@ def train_controller(
     encoder_model: str | None = None,
     representation_size: int | None = None,
     sequential_model_dir: str | None = None,
+    cell_state: bool = False,
     cma_config: CmaConfig,
     pool: PoolConfig,
     run_flags: dict | None = None,
@@ -333,6 +346,7 @@ def train_controller(
         representation_size=representation_size,
         hidden_units=hidden_units,
         sequential_model_dir=sequential_model_dir,
+        cell_state=cell_state,
     )
     flags = dict(run_flags or {})
     with run_record.record_run(model_dir, flags, stage="train_controller"):

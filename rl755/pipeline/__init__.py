@@ -21,6 +21,7 @@ from rl755.pipeline.report import collect_pictures, format_summary
 from rl755.pipeline.resources import Overrides, parse_overrides, stage_resources
 from rl755.pipeline.runners import report_from_records, run_local, submit_slurm
 from rl755.pipeline.stages import REPO_ROOT, Paths, build_stages, check_preset, stage_environ
+from rl755.pipeline.world_model import WorldModel, find_world_model
 
 __all__ = [
     "Overrides",
@@ -28,10 +29,12 @@ __all__ = [
     "STAGE_SCRIPTS",
     "Paths",
     "Preset",
+    "WorldModel",
     "REPO_ROOT",
     "build_stages",
     "check_preset",
     "collect_pictures",
+    "find_world_model",
     "format_summary",
     "get_preset",
     "parse_overrides",

@@ -15,7 +15,7 @@ Everything a run makes lives under `out_dir`:
 
 Each stage's script reads the previous stage's outputs from the standard locations, because
 the stages run with `RL755_DATA_DIR=<out_dir>/data` and `RL755_MODELS_DIR=<out_dir>/models`,
-and the trained models are used through the registries (`rl755.models.<env>.saved_models`).
+and the trained models are used through the zoo (`rl755.zoo`).
 """
 
 from __future__ import annotations

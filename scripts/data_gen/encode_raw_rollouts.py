@@ -21,7 +21,7 @@ flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACIN
 flags.DEFINE_string(
     "model",
     None,
-    "A function in rl755.models.<env folder>.saved_models (e.g. raw_rollout_vae_32ld); with "
+    "An encoder of the zoo (rl755.zoo, e.g. raw_rollout_vae_32ld); with "
     "--model_dir, the model class name instead (e.g. vae.Vae).",
 )
 flags.DEFINE_string("split", "train", "Which split of the raw rollouts to read (train/validation).")

@@ -21,9 +21,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", None, "Environments enum name; must match the controller's.")
 flags.DEFINE_string("model_dir", None, "The controller's train_controller --model_dir.")
 flags.DEFINE_string(
-    "saved_controller", None, "Instead of --model_dir: a function in <env>/saved_models.py."
+    "saved_controller", None, "Instead of --model_dir: a controller of the zoo (rl755.zoo)."
 )
-flags.DEFINE_string("encoder", None, "Override: function in rl755.models.<env>.saved_models.")
+flags.DEFINE_string("encoder", None, "Override: an encoder of the zoo (rl755.zoo).")
 flags.DEFINE_string("sequential_model", None, "Override: function in saved_models, or none.")
 flags.DEFINE_integer("num_episodes", 100, "Episodes; episode i uses reset seed seed + i.")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode.")

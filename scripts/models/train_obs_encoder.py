@@ -19,7 +19,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Where checkpoints, PNGs and TensorBoard logs go.")
 flags.DEFINE_integer("train_steps", None, "Total number of batches to train for (incl. resumed).")
 flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACING.")
-flags.DEFINE_string("model", None, "Dotted name under rl755.models.<env folder>, e.g. vae.Vae.")
+flags.DEFINE_string("model", None, "An encoder of rl755.models.catalogue, e.g. vae.Vae.")
 flags.DEFINE_integer("batch_size", 100, "Raw observations per mini batch.")
 flags.DEFINE_integer("representation_size", 32, "Size of the representation (VAE latent).")
 flags.DEFINE_integer("save_every_n_steps", 1000, "Checkpoint (and log losses) this often.")

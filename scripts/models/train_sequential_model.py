@@ -23,12 +23,13 @@ flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACIN
 flags.DEFINE_string(
     "model",
     None,
-    "rl755.models.<env folder>.<model>, e.g. transformer.base_deterministic_transformer.",
+    "a sequential model of rl755.models.catalogue, e.g. transformer.base_deterministic_transformer.",
 )
 flags.DEFINE_string(
     "rollouts_dataset",
     None,
-    "rl755.data.<env folder>.encoded_rollouts.<name>, e.g. VaeEncodedRollouts.",
+    "An encoded dataset of rl755.data.registry: VaeEncodedRollouts or the CamelCase name of a "
+    "zoo encoder, e.g. RawRolloutVae32ld.",
 )
 flags.DEFINE_integer("batch_size", None, "Sequences per global batch (split across devices).")
 flags.DEFINE_integer("sequence_length", None, "Length of the training slices.")
@@ -39,6 +40,13 @@ flags.DEFINE_bool(
     "Sample z_t ~ N(mean, std) from the stored VAE posteriors instead of using the means.",
 )
 flags.DEFINE_bool("difference_targets", False, "Predict z_{t+1} - z_t instead of z_{t+1}.")
+flags.DEFINE_enum(
+    "slice_start",
+    "uniform",
+    ["uniform", "episode_start"],
+    "Where training slices start: uniformly over each rollout's steps, or at its first step "
+    "(whole episodes when --sequence_length covers them, as World Models' Doom MDN-RNN).",
+)
 flags.DEFINE_integer("save_every_n_steps", 1000, "Checkpoint (and validate) every this many steps.")
 flags.DEFINE_integer(
     "validation_steps", 10, "Validation batches at each checkpoint (0: no validation)."
@@ -81,6 +89,7 @@ def main(argv):
         learning_rate=FLAGS.learning_rate,
         sample_observations=FLAGS.sample_observations,
         difference_targets=FLAGS.difference_targets,
+        slice_start=FLAGS.slice_start,
         save_every_n_steps=FLAGS.save_every_n_steps,
         validation_steps=FLAGS.validation_steps,
         check_numerics=FLAGS.check_numerics,

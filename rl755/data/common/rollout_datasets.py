@@ -43,6 +43,9 @@ from rl755.environments import Environments
 SPLITS = ("train", "validation")
 
 
+SLICE_STARTS = ("uniform", "episode_start")  # where get_autoregressive_slices starts a slice
+
+
 class RolloutDatasetBuilder(abc.ABC):
     """Base class: a sharded TFRecord dataset of rollouts of one environment."""
 
@@ -269,11 +272,15 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         difference_targets: bool = False,
         repeat: bool = True,
         shuffle_files: bool = True,
+        slice_start: str = "uniform",
     ) -> tf.data.Dataset:
         """Teacher-forcing slices for sequential models; see the module docstring.
 
-        One slice of up to `sequence_length` steps per rollout, its start uniform over all
-        of the rollout's steps, and padded (mask 0) where it runs past the end. So every step
+        One slice of up to `sequence_length` steps per rollout, padded (mask 0) where it runs
+        past the end. `slice_start="episode_start"` starts every slice at the rollout's first
+        step (the model learns from the state dreams start in, over the whole episode when L is
+        at least its length: World Models' Doom MDN-RNN trained on whole episodes); the default
+        "uniform" starts it uniformly over all of the rollout's steps. So every step
         from the L-th on is equally likely to be trained on, the last one included (the only
         step with an episode-end target; starting only where a whole slice fits would show it
         L times less often than the others). With `sample_observations`, each
@@ -283,6 +290,11 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         representation space).
         """
         _check_positive(sequence_length=sequence_length)
+        if slice_start not in SLICE_STARTS:
+            raise ValueError(
+                f"Unknown slice_start {slice_start!r}; valid: {', '.join(SLICE_STARTS)}."
+            )
+        from_start = slice_start == "episode_start"
         L = sequence_length
         has_std = self._has_std_devs()
         z_size = self.representation_size()
@@ -290,7 +302,7 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         def make_slice(r):
             z_all, a_all = r["observations"], r["actions"]
             n = tf.shape(a_all)[0]
-            start = tf.random.uniform([], 0, n, dtype=tf.int32)
+            start = tf.constant(0) if from_start else tf.random.uniform([], 0, n, dtype=tf.int32)
             z = z_all[start : start + L + 1]
             if sample_observations and has_std:
                 std = r["observation_std_devs"][start : start + L + 1]

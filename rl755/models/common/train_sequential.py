@@ -52,6 +52,7 @@ def train_sequential_model(
     learning_rate: float,
     sample_observations: bool = False,
     difference_targets: bool = False,
+    slice_start: str = "uniform",
     save_every_n_steps: int = 1000,
     validation_steps: int = 10,
     check_numerics: bool = False,
@@ -100,6 +101,7 @@ def train_sequential_model(
         rollouts_dataset=rollouts_dataset,
         sequence_length=int(sequence_length),
         sample_observations=bool(sample_observations),
+        slice_start=slice_start,
     )
     if run_flags is None:
         run_flags = dict(
@@ -117,7 +119,11 @@ def train_sequential_model(
         return sequential_loop.fit_sequential_model(
             model_fn=model_fn,
             dataset_fn=sequential_loop.autoregressive_dataset_fn(
-                builder, sequence_length, sample_observations, difference_targets
+                builder,
+                sequence_length,
+                sample_observations,
+                difference_targets,
+                slice_start=slice_start,
             ),
             model_dir=model_dir,
             train_steps=train_steps,
