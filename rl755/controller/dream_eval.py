@@ -7,9 +7,11 @@
 All P x T episodes run together in one TF loop (`tf.while_loop` inside one tf.function):
 the controller acts on [z_t, h_t] (batched [P, T, D] x params [P, N]), the model steps
 h_{t+1}, state = step(z_t, a_t, state) and samples {z_{t+1}, reward_t, done_prob_t} with
-`sample_next(h_{t+1}, temperature, z=z_t)`. An episode ends when a Bernoulli(done_prob) draw says
-so or after `max_steps`. Episode t of every member starts from the same initial z
-(`initial_z[trial_ids[t]]`: real reset frames, encoded), as real trials share seeds.
+`sample_next(h_{t+1}, temperature, seed, z=z_t)`. An episode ends when a Bernoulli(done_prob) draw
+says so or after `max_steps`. Every draw is stateless, keyed by `evaluate`'s `seed` and the step:
+the same seed replays the same dreams, another seed (CMA-ES: one per generation) draws new ones.
+Episode t of every member starts from the same initial z (`initial_z[trial_ids[t]]`: real reset
+frames, encoded), as real trials share seeds.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class DreamEvaluator:
         self._rollout_fn = tf.function(self._rollout)
 
     def _rollout(self, params, z0, seed):
-        # params [P, N]; z0 [P * T, Z]; seed [2] int32 (stateless Bernoulli draws).
+        # params [P, N]; z0 [P * T, Z]; seed [2] int32 (stateless draws: seed[0], 2t + k).
         p = tf.shape(params)[0]
         b = tf.shape(z0)[0]
         t_per = b // p
@@ -89,10 +91,14 @@ class DreamEvaluator:
             if self.action_fn is not None:
                 a = self.action_fn(a)  # e.g. one-hot for discrete environments
             h, state = model.step(z, a, state)
-            nxt = model.sample_next(h, temperature=self.temperature, z=z)
+            # Stateless draws keyed by (seed, step): each generation's `seed` gives its own
+            # dreams, and the same seed the same ones.
+            nxt = model.sample_next(
+                h, temperature=self.temperature, seed=tf.stack([seed[0], 2 * t + 1]), z=z
+            )
             total += alive * tf.cast(nxt["reward"], tf.float32)
             steps += alive
-            u = tf.random.stateless_uniform([b], seed=seed + tf.stack([t, 0]))
+            u = tf.random.stateless_uniform([b], seed=tf.stack([seed[0], 2 * t]))
             done = tf.cast(u < tf.cast(nxt["done_prob"], tf.float32), tf.float32)
             if self.end_episodes:
                 alive *= 1.0 - done
@@ -111,7 +117,6 @@ class DreamEvaluator:
         params = np.asarray(params, np.float32)
         trial_ids = np.asarray(trial_ids, np.int64)
         z0 = np.tile(self.initial_z[trial_ids], (len(params), 1))  # [P * T, Z]
-        tf.random.set_seed(seed)  # the model's own sampling, if it uses the global seed
         total, steps = self._rollout_fn(
             tf.constant(params), tf.constant(z0), tf.constant([seed % (2**31), 1], tf.int32)
         )
