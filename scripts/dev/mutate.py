@@ -81,6 +81,9 @@ def check_all_apply(mutations: list[Mutation], root: str = REPO) -> list[str]:
     for name in {n for n in names if names.count(n) > 1}:
         problems.append(f"mutation name {name} is used twice")
     for m in mutations:
+        if not os.path.isfile(os.path.join(root, m.file)):
+            problems.append(f"mutation {m.name}: {m.file} does not exist")
+            continue
         with open(os.path.join(root, m.file)) as f:
             text = f.read()
         try:

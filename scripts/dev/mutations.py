@@ -110,12 +110,28 @@ MUTATIONS = [
         what="TensorBoard's fitness/best shows the population mean",
     ),
     dict(
-        name="cma_resume_drops_covariance",
+        name="cma_resume_drops_correlations",
         file="rl755/controller/cma_state.py",
-        old="    es = cma_state_from_dict(",
-        new="    es = _fresh_after(",
+        old="    refresh_decomposition(es)\n    return es",
+        new="    es.sm.C = np.diag(np.diag(es.sm.C))\n    refresh_decomposition(es)\n    return es",
         tests=(f"{CT}::test_rerun_resumes_generation_count_and_cma_state_exactly",),
-        what="a resumed CMA-ES run restarts its covariance matrix",
+        what="a resumed CMA-ES run loses the off-diagonal covariance",
+    ),
+    dict(
+        name="cma_checkpoint_keeps_eigenvectors",
+        file="rl755/controller/cma_state.py",
+        old="es.sm.B = es.B = es.sm._inverse_root_C = None",
+        new="es.sm._inverse_root_C = None",
+        tests=(f"{CT}::test_checkpoints_hold_what_a_resume_needs_and_no_more",),
+        what="CMA-ES checkpoints store the N x N eigenvectors again",
+    ),
+    dict(
+        name="no_diagonal_cma",
+        file="rl755/controller/cma_state.py",
+        old='return "full" if num_params <= FULL_COVARIANCE_MAX_PARAMS else "diagonal"',
+        new='return "full"',
+        tests=(f"{CT}::test_large_controllers_use_diagonal_cma",),
+        what="large controllers get a full covariance matrix",
     ),
     # ---- data ------------------------------------------------------------------------------------
     dict(
@@ -151,12 +167,43 @@ MUTATIONS = [
         what="stage 3 no longer stores the VAE's posterior std devs",
     ),
     dict(
-        name="truncated_shard_not_named",
-        file="rl755/data/common/shard_checks.py",
+        name="truncated_shard_not_checked",
+        file="rl755/common/shard_checks.py",
         old="raise BadInput(corrupted_message(bad, pattern))",
         new="return",
-        tests=(SHARDS,),
-        what="a truncated shard is no longer found before training",
+        tests=(
+            f"{SHARDS}::test_check_shards_names_every_bad_file_and_the_finder",
+            f"{SHARDS}::test_train_obs_encoder_names_a_truncated_gzip_shard_before_training",
+        ),
+        what="truncated shards are no longer found before training",
+    ),
+    dict(
+        name="gzip_trailer_not_checked",
+        file="rl755/common/shard_checks.py",
+        old="    if not inflater.eof:",
+        new="    if False:",
+        tests=(f"{SHARDS}::test_check_shard_finds_every_truncation_tensorflow_fails_on",),
+        what="a GZIP shard without its end of stream passes the check",
+    ),
+    dict(
+        name="data_loss_not_named",
+        file="rl755/common/shard_checks.py",
+        old="    except tf.errors.DataLossError as e:",
+        new="    except tf.errors.OutOfRangeError as e:",
+        tests=(
+            f"{SHARDS}::test_a_damaged_record_met_while_encoding_is_named_and_leaves_only_the_record",
+        ),
+        what="TensorFlow's DataLossError reaches the user without the file's name",
+    ),
+    dict(
+        name="failed_run_leaves_outputs",
+        file="rl755/common/run_record.py",
+        old="        if not any(is_progress(p) for p in new):",
+        new="        if False:",
+        tests=(
+            f"{SHARDS}::test_a_damaged_record_met_during_training_is_named_and_leaves_only_the_record",
+        ),
+        what="a run that fails before its first checkpoint leaves TensorBoard files behind",
     ),
     # ---- models ----------------------------------------------------------------------------------
     dict(

@@ -13,6 +13,7 @@ checkpoints and the TensorBoard layout are in `rl755.models.common.sequential_lo
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from absl import logging
@@ -82,7 +83,12 @@ def train_sequential_model(
     builder = dataset_cls(tfrecords_pattern=rollouts_pattern) if rollouts_pattern else dataset_cls()
     if not isinstance(builder, EncodedRolloutDatasetBuilder):
         raise TypeError(f"{rollouts_dataset} is not an EncodedRolloutDatasetBuilder.")
-    builder.get_tfrecord_files("train")  # fails fast, saying how to create the data
+    builder.check_shards("train")  # fails fast: how to create the data, or which file is broken
+    splits = ("train",)
+    if validation_steps:
+        with contextlib.suppress(FileNotFoundError):  # (the loop explains a missing split)
+            builder.check_shards("validation")
+            splits = ("train", "validation")
     probe = model_fn()
     if not isinstance(probe, SequentialModel):
         raise TypeError(f"--model={model} gives {type(probe).__name__}, not a SequentialModel.")
@@ -113,7 +119,10 @@ def train_sequential_model(
             validation_steps=validation_steps,
             rollouts_pattern=rollouts_pattern,
         )
-    with run_record.record_run(model_dir, run_flags, stage="train_sequential_model"):
+    with (
+        run_record.record_run(model_dir, run_flags, stage="train_sequential_model"),
+        builder.naming_bad_shards(*splits),
+    ):
         return sequential_loop.fit_sequential_model(
             model_fn=model_fn,
             dataset_fn=sequential_loop.autoregressive_dataset_fn(
