@@ -23,3 +23,14 @@ def _isolated_user_config(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def repo_root():
     return REPO_ROOT
+
+
+@pytest.fixture
+def slurm_or_fail():
+    """Used by `slurm_helpers.needs_slurm`: where SLURM tests are not skipped for want of
+    SLURM (CI=true), a missing SLURM fails them with the reason."""
+    from slurm_helpers import slurm_unavailable_reason
+
+    reason = slurm_unavailable_reason()
+    if reason:
+        pytest.fail(f"SLURM is required here (CI=true) but unavailable: {reason}", pytrace=False)
