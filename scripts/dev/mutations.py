@@ -13,6 +13,9 @@ SEQ_MODELS = "tests/test_sequential_models.py"
 SEQ_TRAIN = "tests/test_sequential_training.py"
 ENCODE = "tests/test_encoder_encode.py"
 SHARDS = "tests/test_bad_shards.py"
+ENTRIES = "tests/test_environment_entries.py"
+CI = "tests/test_ci.py"
+LOGS = "tests/test_quiet_logs.py"
 
 MUTATIONS = [
     # ---- the six blind spots of issue 16 ---------------------------------------------------------
@@ -229,5 +232,40 @@ MUTATIONS = [
         new="(lambda *a, **k: None)(",
         tests=(f"{SEQ_TRAIN}::test_resume_restores_optimizer_state_exactly",),
         what="a resumed sequential run starts with a fresh optimizer",
+    ),
+    # ---- environments, CI, logs ------------------------------------------------------------------
+    dict(
+        name="unreproducible_reset_not_declared",
+        file="rl755/testing/replay.py",
+        old="    if env.spec.reproducible_reset:\n",
+        new="    if True:\n",
+        tests=(f"{ENTRIES}::test_an_unreproducible_reset_is_said_in_words",),
+        what="an environment's reproducible_reset=False is not heeded",
+    ),
+    dict(
+        name="ci_passes_without_slurm",
+        file=".ci/run",
+        old="  exit 1\nelse",
+        new="  true\nelse",
+        tests=(f"{CI}::test_ci_fails_when_slurm_does_not_start",),
+        what="CI goes on (and can pass by skipping) when SLURM does not start",
+    ),
+    dict(
+        name="slurm_tests_skip_in_ci",
+        file="tests/slurm_helpers.py",
+        old='return os.environ.get("CI", "").lower() == "true"',
+        new="return False",
+        tests=(f"{CI}::test_in_ci_a_slurm_test_without_slurm_fails",),
+        what="in CI the SLURM tests skip instead of failing without SLURM",
+    ),
+    dict(
+        name="tf_chatter_not_filtered",
+        file="rl755/common/tf_setup.py",
+        old='kept = "".join(line for line in lines if not is_noise(line))',
+        new='kept = "".join(lines)',
+        tests=(
+            f"{LOGS}::test_importing_rl755_then_tensorflow_prints_no_chatter_but_keeps_warnings",
+        ),
+        what="TensorFlow's start-up chatter reaches stderr again",
     ),
 ]
