@@ -120,7 +120,7 @@ def _damage_a_record(path):
     record's CRC32C is not, so only TensorFlow's read (during the run) notices; the first
     record, which the fail-fast checks read, is intact."""
     data = bytearray(open(path, "rb").read())
-    data[len(data) * 3 // 4] ^= 0xFF
+    data[len(data) * 7 // 8] ^= 0xFF
     open(path, "wb").write(bytes(data))
     assert shard_checks.check_shard(path) is None and not _tf_reads(path)
 
@@ -203,3 +203,26 @@ def test_train_sequential_model_names_a_truncated_shard(tmp_path):
             validation_steps=0,
         )  # fmt: skip
     assert not (tmp_path / "m").exists()
+
+
+def test_a_damaged_record_met_while_training_a_sequential_model_leaves_only_the_record(tmp_path):
+    from sequential_helpers import write_encoded_dataset
+
+    from rl755.models.common import train_sequential as ts
+
+    d = write_encoded_dataset(tmp_path / "data" / "fake" / "encoded_rollouts" / "vae")
+    path = sharded_io.list_shards(os.path.join(str(d), "*train*.tfrecord-*"))[0]
+    records = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type="GZIP")]
+    sharded_io.write_tfrecord(path, records, "")  # uncompressed, so a flipped byte stays local
+    _damage_a_record(path)
+    model_dir = tmp_path / "m"
+    with pytest.raises(BadInput, match=f"(?s)A record of .*damaged.*{FINDER}"):
+        ts.train_sequential_model(
+            model_dir=str(model_dir), train_steps=40, environment="FAKE_PIXELS",
+            model="lstm.deterministic_lstm", rollouts_dataset="VaeEncodedRollouts",
+            batch_size=2, sequence_length=4, learning_rate=1e-3, save_every_n_steps=40,
+            validation_steps=0,
+        )  # fmt: skip
+    (record,) = os.listdir(model_dir / "runs")
+    assert sorted(os.listdir(model_dir)) == ["runs"]
+    assert json.loads((model_dir / "runs" / record).read_text())["status"] == "failed"

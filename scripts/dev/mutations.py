@@ -233,6 +233,14 @@ MUTATIONS = [
         tests=(f"{SEQ_TRAIN}::test_resume_restores_optimizer_state_exactly",),
         what="a resumed sequential run starts with a fresh optimizer",
     ),
+    dict(
+        name="sequences_per_second_wrong",
+        file="rl755/models/common/sequential_loop.py",
+        old='"perf/sequences_per_second": acc_n * batch_size / elapsed,',
+        new='"perf/sequences_per_second": acc_n / elapsed,',
+        tests=(f"{SEQ_TRAIN}::test_train_checkpoints_tensorboard_record_and_resume",),
+        what="TensorBoard's sequences/s forgets the batch size",
+    ),
     # ---- environments, CI, logs ------------------------------------------------------------------
     dict(
         name="unreproducible_reset_not_declared",

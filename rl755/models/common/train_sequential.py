@@ -14,6 +14,7 @@ checkpoints and the TensorBoard layout are in `rl755.models.common.sequential_lo
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 
 from absl import logging
@@ -119,8 +120,15 @@ def train_sequential_model(
             validation_steps=validation_steps,
             rollouts_pattern=rollouts_pattern,
         )
+    single_process = int(os.environ.get("SLURM_STEP_NUM_TASKS", "1")) <= 1
     with (
         run_record.record_run(model_dir, run_flags, stage="train_sequential_model"),
+        # (several workers share model_dir: only a lone process cleans up after itself)
+        (
+            run_record.removed_on_failure(model_dir, checkpoints.is_marker)
+            if single_process
+            else contextlib.nullcontext()
+        ),
         builder.naming_bad_shards(*splits),
     ):
         return sequential_loop.fit_sequential_model(
