@@ -240,3 +240,19 @@ def test_resume_restores_weights_and_adam_state_exactly(tmp_path, raw_dir, monke
     moved = [np.any(v != 0) for v in first_end["optimizer"][2:]]
     assert all(moved)  # every moment has moved away from its initial zeros
     assert int(first_start["optimizer"][0]) == 0
+
+
+def test_reconstruction_picture_is_what_the_model_sees_above_its_reconstruction():
+    """model-NNN.reconstructions.png: CarRacing frames cropped and resized as the VAE sees them
+    (top row; the indicator bar gone), the decoded posterior means below, in order."""
+    from rl755.common import pictures
+    from rl755.models import catalogue
+    from rl755.models.common.encoder_callbacks import reconstruction_grid
+
+    vae = catalogue.build("CAR_RACING", "vae.Vae").build_for_frames()
+    frames = np.random.default_rng(1).integers(0, 256, (3, 96, 96, 3), dtype=np.uint8)
+    grid = reconstruction_grid(vae, frames)
+    assert grid.shape == (128, 3 * 64, 3) and grid.dtype == np.uint8
+    seen = tf.image.resize(frames[:, :84].astype(np.float32) / 255.0, (64, 64)).numpy()
+    np.testing.assert_array_equal(grid[:64], pictures.frame_grid(seen))
+    np.testing.assert_array_equal(grid[64:], pictures.frame_grid(vae.reconstruct(frames).numpy()))

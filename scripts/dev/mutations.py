@@ -218,6 +218,16 @@ MUTATIONS = [
         what="the MDN's mixture weights ignore the temperature",
     ),
     dict(
+        name="reconstruction_rows_swapped",
+        file="rl755/models/common/encoder_callbacks.py",
+        old="rows = [pictures.frame_grid(frames_as_seen(encoder, frames)), pictures.frame_grid(recon)]",
+        new="rows = [pictures.frame_grid(recon), pictures.frame_grid(frames_as_seen(encoder, frames))]",
+        tests=(
+            f"{ENCODER}::test_reconstruction_picture_is_what_the_model_sees_above_its_reconstruction",
+        ),
+        what="the reconstruction PNG shows reconstructions on top, frames below",
+    ),
+    dict(
         name="kl_tolerance_dropped",
         file="rl755/models/common/conv_vae.py",
         old="kl = tf.maximum(kl, self.kl_tolerance * self._representation_size)",
