@@ -36,3 +36,14 @@ def tiny_local_run(tmp_path_factory):
     env = dict(os.environ, RL755_CONFIG=str(out.parent / "no_config.json"))
     proc = run_pipeline("tiny", out, "--num_threads=1", env=env)
     return out, proc.stdout
+
+
+@pytest.fixture
+def slurm_or_fail():
+    """Used by `slurm_helpers.needs_slurm`: where SLURM tests are not skipped for want of
+    SLURM (CI=true), a missing SLURM fails them with the reason."""
+    from slurm_helpers import slurm_unavailable_reason
+
+    reason = slurm_unavailable_reason()
+    if reason:
+        pytest.fail(f"SLURM is required here (CI=true) but unavailable: {reason}", pytrace=False)

@@ -83,12 +83,30 @@ def test_random_rollout_observations(raw_dir):
 
 
 def test_random_rollout_slices(raw_dir):
-    ds = RawRollouts().random_rollout_slices_ds(6, repeat=False)
-    items = list(ds.as_numpy_iterator())
-    assert len(items) == 2  # the 5-step rollout is skipped
-    for r in items:
-        assert r["observations"].shape == (6, 16, 16, 3)
-        assert r["actions"].shape == (6, 3)
+    """One slice per long-enough rollout: 6 consecutive steps of it, in order, with the
+    actions and rewards of those steps."""
+    stored = list(RawRollouts().rollouts_ds(shuffle_files=False).as_numpy_iterator())
+    starts = set()
+    for _ in range(3):
+        items = list(RawRollouts().random_rollout_slices_ds(6, repeat=False).as_numpy_iterator())
+        assert len(items) == 2  # the 5-step rollout is skipped
+        for r in items:
+            assert r["observations"].shape == (6, 16, 16, 3) and r["actions"].shape == (6, 3)
+            (src,) = [
+                x
+                for x in stored
+                if any(np.array_equal(r["observations"][0], o) for o in x["observations"])
+            ]
+            n = len(src["actions"])
+            (start,) = [
+                i
+                for i in range(n - 5)
+                if np.array_equal(src["observations"][i], r["observations"][0])
+            ]
+            for key in ("observations", "actions", "rewards"):
+                np.testing.assert_array_equal(r[key], src[key][start : start + 6], err_msg=key)
+            starts.add((n, start))
+    assert len(starts) > 2  # random starts
 
 
 def test_missing_data_fails_with_hint(tmp_path):

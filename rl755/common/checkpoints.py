@@ -58,6 +58,11 @@ def marker_name(number: int) -> str:
     return file_name(number, ".json")
 
 
+def is_marker(path: str) -> bool:
+    """Whether `path` names a checkpoint marker (`model-NNN.json`)."""
+    return bool(_MARKER_RE.match(os.path.basename(path)))
+
+
 @dataclasses.dataclass
 class Checkpoint:
     """One complete checkpoint: its number, its files {role: absolute path}, its marker."""

@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 POLL_S = 0.5
 
 
+def _drop_token_notice(record: logging.LogRecord) -> bool:
+    return "Token authentication is enabled for this Ray cluster" not in record.getMessage()
+
+
 def start_ray(num_cpus: int, address: str | None = None) -> bool:
     """Connects to Ray unless already connected: to `address` ("auto", "host:port"), else to a
     new local cluster with `num_cpus` CPUs. Returns True if it started the session (the caller
@@ -52,8 +56,9 @@ def start_ray(num_cpus: int, address: str | None = None) -> bool:
 
     if ray.is_initialized():
         return False
-    # Workers import TensorFlow when they unpickle rl755 code: keep its start-up chatter out
-    # (local workers inherit this process's environment; remote ones get runtime_env).
+    # Workers import TensorFlow when they unpickle rl755 code; `import rl755` filters its
+    # start-up chatter there (rl755.common.tf_setup), and the C++ log level comes with the
+    # environment (local workers inherit this process's; remote ones get runtime_env).
     from rl755.common import tf_setup
 
     tf_setup.quiet()
@@ -61,6 +66,11 @@ def start_ray(num_cpus: int, address: str | None = None) -> bool:
     if address:
         ray.init(address=address, runtime_env=runtime_env)
     else:
+        # A new local cluster uses token authentication (Ray's default) and says so in a
+        # warning on every start; the notice is dropped, the setting kept.
+        logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
+            _drop_token_notice
+        )
         ray.init(num_cpus=max(1, int(num_cpus)), include_dashboard=False, runtime_env=runtime_env)
     return True
 

@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from rl755.common import sharded_io
 
@@ -188,6 +188,37 @@ def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
             signal.signal(signal.SIGTERM, restore)
         record.data["end_time"] = _now()
         record.write()
+
+
+def _files_under(root: str) -> set[str]:
+    out = set()
+    for dirpath, _, filenames in os.walk(root):
+        out.update(os.path.relpath(os.path.join(dirpath, n), root) for n in filenames)
+    return out
+
+
+@contextlib.contextmanager
+def removed_on_failure(out_dir: str, is_progress: Callable[[str], bool]) -> Iterator[None]:
+    """If the body raises, deletes the files it created in `out_dir` (and directories left
+    empty), except run records, unless it created progress worth resuming from
+    (`is_progress(relative path)`, e.g. a checkpoint marker), which keeps them all. For a
+    directory that one run writes at a time (a model_dir). The exception propagates."""
+    before = _files_under(out_dir)
+    dirs_before = {d for d, _, _ in os.walk(out_dir)}
+    try:
+        yield
+    except BaseException:
+        new = sorted(_files_under(out_dir) - before)
+        new = [p for p in new if p.split(os.sep)[0] != RUNS_SUBDIR]
+        if not any(is_progress(p) for p in new):
+            for rel in new:
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(out_dir, rel))
+            for dirpath, _, _ in sorted(os.walk(out_dir), key=lambda w: -len(w[0])):
+                if dirpath not in dirs_before and not os.listdir(dirpath):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(dirpath)
+        raise
 
 
 def read_records(root: str) -> list[dict]:

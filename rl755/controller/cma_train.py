@@ -14,8 +14,9 @@ are shared by all members of the generation; its fitness is the mean return. The
   fitness/{mean,best,worst}, cma/sigma, perf/{env,dream}_steps_per_second, the run's flags;
   validation/ eval/real_{mean,std} and eval/dream_to_real_gap (dream mode);
 - a checkpoint (rl755.controller.cma_state: the CMA-ES state, in the format of
-  rl755.common.checkpoints), and the trained controller (`controller.json` +
-  `controller_params.npy`, see `rl755.controller.saved`);
+  rl755.common.checkpoints; full covariance up to 2,000 parameters, diagonal above, as the
+  log and controller.json's "cma_covariance" say), and the trained controller
+  (`controller.json` + `controller_params.npy`, see `rl755.controller.saved`);
 - `<model_dir>/learning_curve.png` and `<model_dir>/summary.json`.
 
 Every `eval_every` generations the generation's best member plays `eval_episodes` real
@@ -149,6 +150,7 @@ def run_cma_es(
     state = _resumable_state(model_dir, cfg, meta, controller.input_size)
     es = state["es"]
     start = state["generation"]
+    log.info(cma_state.describe_covariance(meta["num_params"], state["meta"]["cma_covariance"]))
     if start >= cfg.generations:
         log.info("%s already has %d generations (asked: %d).", model_dir, start, cfg.generations)
 

@@ -7,15 +7,19 @@
 All P x T episodes run together in one TF loop (`tf.while_loop` inside one tf.function):
 the controller acts on [z_t, h_t] (+ the LSTM cell c_t with `cell_state=True`; batched
 [P, T, D] x params [P, N]), the model steps h_{t+1}, state = step(z_t, a_t, state) and samples
-{z_{t+1}, reward_t, done_prob_t} with `sample_next(h_{t+1}, temperature, z=z_t)`.
+{z_{t+1}, reward_t, done_prob_t} with `sample_next(h_{t+1}, temperature, seed, z=z_t)`.
 
 An episode ends after `max_steps`, or when the episode-end head says so:
   done_threshold = 0 (default)  a Bernoulli(done_prob) draw each step (a calibrated hazard);
   done_threshold = p > 0        as soon as done_prob > p, deterministically. World Models'
                                 Doom dream ends an episode when the done logit is > 0 with ends
                                 weighted 10x in training, i.e. at a calibrated probability
-                                above 1/11 ~ 0.09: `done_threshold=0.09` with an unweighted head. Episode t of every member starts from the same initial z
-(`initial_z[trial_ids[t]]`: real reset frames, encoded), as real trials share seeds.
+                                above 1/11 ~ 0.09: `done_threshold=0.09` with an unweighted head.
+
+Every draw is stateless, keyed by `evaluate`'s `seed` and the step: the same seed replays the
+same dreams, another seed (CMA-ES: one per generation) draws new ones. Episode t of every
+member starts from the same initial z (`initial_z[trial_ids[t]]`: real reset frames, encoded),
+as real trials share seeds.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ class DreamEvaluator:
         self._rollout_fn = tf.function(self._rollout)
 
     def _rollout(self, params, z0, seed):
-        # params [P, N]; z0 [P * T, Z]; seed [2] int32 (stateless Bernoulli draws).
+        # params [P, N]; z0 [P * T, Z]; seed [2] int32 (stateless draws: seed[0], 2t + k).
         p = tf.shape(params)[0]
         b = tf.shape(z0)[0]
         t_per = b // p
@@ -106,14 +110,18 @@ class DreamEvaluator:
             if self.action_fn is not None:
                 a = self.action_fn(a)  # e.g. one-hot for discrete environments
             h, state = model.step(z, a, state)
-            nxt = model.sample_next(h, temperature=self.temperature, z=z)
+            # Stateless draws keyed by (seed, step): each generation's `seed` gives its own
+            # dreams, and the same seed the same ones.
+            nxt = model.sample_next(
+                h, temperature=self.temperature, seed=tf.stack([seed[0], 2 * t + 1]), z=z
+            )
             total += alive * tf.cast(nxt["reward"], tf.float32)
             steps += alive
             done_prob = tf.cast(nxt["done_prob"], tf.float32)
             if self.done_threshold > 0:
                 done = tf.cast(done_prob > self.done_threshold, tf.float32)
             else:
-                u = tf.random.stateless_uniform([b], seed=seed + tf.stack([t, 0]))
+                u = tf.random.stateless_uniform([b], seed=tf.stack([seed[0], 2 * t]))
                 done = tf.cast(u < done_prob, tf.float32)
             if self.end_episodes:
                 alive *= 1.0 - done
@@ -132,7 +140,6 @@ class DreamEvaluator:
         params = np.asarray(params, np.float32)
         trial_ids = np.asarray(trial_ids, np.int64)
         z0 = np.tile(self.initial_z[trial_ids], (len(params), 1))  # [P * T, Z]
-        tf.random.set_seed(seed)  # the model's own sampling, if it uses the global seed
         total, steps = self._rollout_fn(
             tf.constant(params), tf.constant(z0), tf.constant([seed % (2**31), 1], tf.int32)
         )

@@ -122,6 +122,10 @@ class EnvironmentSpec:
       frame_size: (height, width) that `make()` resizes frames to (bilinear, antialiased),
         or None to keep the environment's own frames.
       description: one line shown in listings.
+      reproducible_reset: whether `reset(seed=s)` followed by the same actions replays the
+        same episode, frame for frame. False for a simulator that ignores the seed or honours
+        it only in part; the tests that replay episodes bit-exactly then skip it, saying so
+        (`rl755.testing.replay`), instead of failing on the first differing pixel.
       folder_name: the environment's directory under the data and models dirs.
       presets: model sizes (`ModelPresets`) for rl755.models.catalogue.
     """
@@ -141,6 +145,7 @@ class EnvironmentSpec:
     observation_key: str | None = None
     frame_size: tuple[int, int] | None = None
     description: str = ""
+    reproducible_reset: bool = True
     folder_name: str | None = None
     presets: ModelPresets = dataclasses.field(default_factory=ModelPresets)
 

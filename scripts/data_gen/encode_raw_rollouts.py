@@ -47,27 +47,29 @@ flags.mark_flag_as_required("model")
 def main(argv):
     del argv
     from rl755.common import run_record
+    from rl755.common.errors import exit_on_bad_input
     from rl755.data_gen.encode import encode_raw_rollouts
 
-    encode_raw_rollouts(
-        environment=FLAGS.environment,
-        model=FLAGS.model,
-        split=FLAGS.split,
-        out_dir=FLAGS.out_dir,
-        out_name=FLAGS.out_name,
-        num_sub_shards=FLAGS.num_sub_shards,
-        num_outer_shards=FLAGS.num_outer_shards,
-        outer_shard_index=FLAGS.outer_shard_index,
-        gpu_index=FLAGS.gpu_index,
-        model_dir=FLAGS.model_dir,
-        checkpoint=FLAGS.checkpoint,
-        representation_size=FLAGS.representation_size,
-        batch_size=FLAGS.batch_size,
-        compression=FLAGS.compression,
-        rollouts_pattern=FLAGS.rollouts_pattern,
-        num_threads=FLAGS.num_threads,
-        run_flags=run_record.flags_dict(),
-    )
+    with exit_on_bad_input():
+        encode_raw_rollouts(
+            environment=FLAGS.environment,
+            model=FLAGS.model,
+            split=FLAGS.split,
+            out_dir=FLAGS.out_dir,
+            out_name=FLAGS.out_name,
+            num_sub_shards=FLAGS.num_sub_shards,
+            num_outer_shards=FLAGS.num_outer_shards,
+            outer_shard_index=FLAGS.outer_shard_index,
+            gpu_index=FLAGS.gpu_index,
+            model_dir=FLAGS.model_dir,
+            checkpoint=FLAGS.checkpoint,
+            representation_size=FLAGS.representation_size,
+            batch_size=FLAGS.batch_size,
+            compression=FLAGS.compression,
+            rollouts_pattern=FLAGS.rollouts_pattern,
+            num_threads=FLAGS.num_threads,
+            run_flags=run_record.flags_dict(),
+        )
 
 
 if __name__ == "__main__":

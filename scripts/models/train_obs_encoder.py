@@ -39,23 +39,25 @@ for _name in ("model_dir", "train_steps", "environment", "model"):
 def main(argv):
     del argv
     from rl755.common import run_record
+    from rl755.common.errors import exit_on_bad_input
     from rl755.models.common.train_encoder import train_obs_encoder
 
-    train_obs_encoder(
-        model_dir=FLAGS.model_dir,
-        train_steps=FLAGS.train_steps,
-        environment=FLAGS.environment,
-        model=FLAGS.model,
-        batch_size=FLAGS.batch_size,
-        representation_size=FLAGS.representation_size,
-        save_every_n_steps=FLAGS.save_every_n_steps,
-        obs_sampled_per_rollout=FLAGS.obs_sampled_per_rollout,
-        learning_rate=FLAGS.learning_rate,
-        validation_steps=FLAGS.validation_steps,
-        rollouts_pattern=FLAGS.rollouts_pattern,
-        num_threads=FLAGS.num_threads,
-        run_flags=run_record.flags_dict(),
-    )
+    with exit_on_bad_input():
+        train_obs_encoder(
+            model_dir=FLAGS.model_dir,
+            train_steps=FLAGS.train_steps,
+            environment=FLAGS.environment,
+            model=FLAGS.model,
+            batch_size=FLAGS.batch_size,
+            representation_size=FLAGS.representation_size,
+            save_every_n_steps=FLAGS.save_every_n_steps,
+            obs_sampled_per_rollout=FLAGS.obs_sampled_per_rollout,
+            learning_rate=FLAGS.learning_rate,
+            validation_steps=FLAGS.validation_steps,
+            rollouts_pattern=FLAGS.rollouts_pattern,
+            num_threads=FLAGS.num_threads,
+            run_flags=run_record.flags_dict(),
+        )
 
 
 if __name__ == "__main__":

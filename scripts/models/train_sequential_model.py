@@ -76,27 +76,29 @@ for _name in (
 def main(argv):
     del argv
     from rl755.common import run_record
+    from rl755.common.errors import exit_on_bad_input
     from rl755.models.common.train_sequential import train_sequential_model
 
-    train_sequential_model(
-        model_dir=FLAGS.model_dir,
-        train_steps=FLAGS.train_steps,
-        environment=FLAGS.environment,
-        model=FLAGS.model,
-        rollouts_dataset=FLAGS.rollouts_dataset,
-        batch_size=FLAGS.batch_size,
-        sequence_length=FLAGS.sequence_length,
-        learning_rate=FLAGS.learning_rate,
-        sample_observations=FLAGS.sample_observations,
-        difference_targets=FLAGS.difference_targets,
-        slice_start=FLAGS.slice_start,
-        save_every_n_steps=FLAGS.save_every_n_steps,
-        validation_steps=FLAGS.validation_steps,
-        check_numerics=FLAGS.check_numerics,
-        rollouts_pattern=FLAGS.rollouts_pattern,
-        num_threads=FLAGS.num_threads,
-        run_flags=run_record.flags_dict(),
-    )
+    with exit_on_bad_input():
+        train_sequential_model(
+            model_dir=FLAGS.model_dir,
+            train_steps=FLAGS.train_steps,
+            environment=FLAGS.environment,
+            model=FLAGS.model,
+            rollouts_dataset=FLAGS.rollouts_dataset,
+            batch_size=FLAGS.batch_size,
+            sequence_length=FLAGS.sequence_length,
+            learning_rate=FLAGS.learning_rate,
+            sample_observations=FLAGS.sample_observations,
+            difference_targets=FLAGS.difference_targets,
+            slice_start=FLAGS.slice_start,
+            save_every_n_steps=FLAGS.save_every_n_steps,
+            validation_steps=FLAGS.validation_steps,
+            check_numerics=FLAGS.check_numerics,
+            rollouts_pattern=FLAGS.rollouts_pattern,
+            num_threads=FLAGS.num_threads,
+            run_flags=run_record.flags_dict(),
+        )
 
 
 if __name__ == "__main__":

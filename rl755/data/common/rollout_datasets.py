@@ -10,6 +10,8 @@ derives one class per environment and per zoo encoder from them:
     ds = RawRollouts().rollouts_ds("validation")     # {"observations": uint8 [T, 96, 96, 3], ...}
 
 Any builder also takes `tfrecords_pattern=` to read data somewhere else (tests, ad-hoc runs).
+Stages call `check_shards(split)` before spending compute (a truncated or damaged file fails
+naming it) and read inside `naming_bad_shards(split)`, which names the file of a DataLossError.
 
 Element structures:
   rollouts_ds:
@@ -36,7 +38,7 @@ import os
 
 import tensorflow as tf
 
-from rl755.common import config, sharded_io
+from rl755.common import config, shard_checks, sharded_io
 from rl755.common.structs import decode_frames, parse_rollout_tensors
 from rl755.environments import Environments
 
@@ -104,6 +106,20 @@ class RolloutDatasetBuilder(abc.ABC):
             )
         self._check_dataset_info(files)
         return files
+
+    def check_shards(self, split: str = "train") -> list[str]:
+        """`get_tfrecord_files(split)`, after checking that each reads to the end: a BadInput
+        names every truncated or damaged file (rl755.common.shard_checks)."""
+        files = self.get_tfrecord_files(split)
+        shard_checks.check_shards(files, self.tfrecords_pattern().format(split=split))
+        return files
+
+    def naming_bad_shards(self, *splits: str):
+        """A context in which TensorFlow's DataLossError (it names no file) while reading
+        `splits` becomes a BadInput naming the file (rl755.common.shard_checks)."""
+        files = [f for s in splits for f in self.get_tfrecord_files(s)]
+        pattern = self.tfrecords_pattern().format(split=splits[0] if len(splits) == 1 else "*")
+        return shard_checks.naming_bad_shards(files, pattern)
 
     def rollouts_ds(
         self, split: str = "train", repeat: bool = False, shuffle_files: bool = True

@@ -13,6 +13,8 @@ checkpoints and the TensorBoard layout are in `rl755.models.common.sequential_lo
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 
 from absl import logging
@@ -83,7 +85,12 @@ def train_sequential_model(
     builder = dataset_cls(tfrecords_pattern=rollouts_pattern) if rollouts_pattern else dataset_cls()
     if not isinstance(builder, EncodedRolloutDatasetBuilder):
         raise TypeError(f"{rollouts_dataset} is not an EncodedRolloutDatasetBuilder.")
-    builder.get_tfrecord_files("train")  # fails fast, saying how to create the data
+    builder.check_shards("train")  # fails fast: how to create the data, or which file is broken
+    splits = ("train",)
+    if validation_steps:
+        with contextlib.suppress(FileNotFoundError):  # (the loop explains a missing split)
+            builder.check_shards("validation")
+            splits = ("train", "validation")
     probe = model_fn()
     if not isinstance(probe, SequentialModel):
         raise TypeError(f"--model={model} gives {type(probe).__name__}, not a SequentialModel.")
@@ -115,7 +122,17 @@ def train_sequential_model(
             validation_steps=validation_steps,
             rollouts_pattern=rollouts_pattern,
         )
-    with run_record.record_run(model_dir, run_flags, stage="train_sequential_model"):
+    single_process = int(os.environ.get("SLURM_STEP_NUM_TASKS", "1")) <= 1
+    with (
+        run_record.record_run(model_dir, run_flags, stage="train_sequential_model"),
+        # (several workers share model_dir: only a lone process cleans up after itself)
+        (
+            run_record.removed_on_failure(model_dir, checkpoints.is_marker)
+            if single_process
+            else contextlib.nullcontext()
+        ),
+        builder.naming_bad_shards(*splits),
+    ):
         return sequential_loop.fit_sequential_model(
             model_fn=model_fn,
             dataset_fn=sequential_loop.autoregressive_dataset_fn(
