@@ -87,6 +87,8 @@ def test_partitions_and_nodes_are_read(fake_cluster):
         (Resources(partition="volta"), "'volta', which does not exist (partitions: cpu, gpu"),
         (Resources(partition="empty"), "partition empty, which has no nodes"),
         (Resources(mem="0"), None),  # --mem=0: all of a node's memory
+        (Resources(partition="gpu,cpu", cpus=40), None),  # one of the list fits
+        (Resources(partition="gpu,cpu", cpus=64), "(largest node: 48) per node in partition cpu"),
     ],
 )
 def test_requests_beyond_the_cluster_are_named(fake_cluster, request_, expected):

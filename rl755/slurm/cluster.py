@@ -2,13 +2,14 @@
 
     cluster = read_cluster()                       # scontrol show partition / node
     problem = cluster.problem(Resources(cpus=4, mem="32G", gpus=1, partition="gpu"))
-    # "asks for 4 CPUs per node; the largest node of partition gpu has 2" or None
-    print(cluster.describe())                      # one line per partition
+    # "asks for 4 CPUs (largest node: 2) per node in partition gpu", or None if it fits
+    print(cluster.describe())                      # every partition: nodes, limits
 
 `check_requests` runs both checks for every job of a chain before the first one is
 submitted: the partition limits read here (nodes' CPUs, memory, GPUs; the partition's
-MaxTime, MaxNodes, MaxCPUsPerNode, MaxMemPerNode), then `sbatch --test-only` (`sbatch_test_only`), which catches
-what is not modelled here (accounts, QOS, features...). Without SLURM tools it checks nothing.
+MaxTime, MaxNodes, MaxCPUsPerNode, MaxMemPerNode), then `sbatch --test-only`
+(`sbatch_test_only`), which catches what is not modelled here (accounts, QOS, features...).
+Without SLURM tools it checks nothing.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ import subprocess
 from collections.abc import Sequence
 
 from rl755.slurm.sbatch import Resources
-
-UNLIMITED = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +78,15 @@ class Cluster:
         return "; ".join(p.describe() for p in self.partitions) or "no partitions"
 
     def problem(self, res: Resources) -> str | None:
-        """Why `res` can never start on this cluster, or None if some nodes can run it."""
+        """Why `res` can never start on this cluster, or None if some nodes can run it.
+
+        A list of partitions ("a,b", as sbatch takes it) fits if one of them does."""
+        if res.partition and "," in res.partition:
+            problems = [
+                self.problem(dataclasses.replace(res, partition=name))
+                for name in res.partition.split(",")
+            ]
+            return None if None in problems else "; ".join(problems)
         part = self.get(res.partition)
         if part is None:
             if res.partition is None:
