@@ -27,6 +27,8 @@ Element structures:
      "mask": float32 [L]            1.0 where step t exists (0.0 = padding)
      "target_mask": float32 [L]}    1.0 where z_{t+1} exists (the last step of a rollout has
                                     reward and done targets but no next observation)
+    with rollout_ids=True also "rollout_id": int64 [], `rollout_fingerprint` of the slice's
+    rollout (retrieval models leave their own rollout out of what they retrieve)
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ from rl755.common.structs import decode_frames, parse_rollout_tensors
 from rl755.environments import Environments
 
 SPLITS = ("train", "validation")
+
+
+def rollout_fingerprint(observations: tf.Tensor) -> tf.Tensor:
+    """int64 []: a fingerprint of a rollout's observations [T, ...] (farmhash of their bytes;
+    0 is never used by a real rollout in practice and means "no rollout")."""
+    fp = tf.fingerprint(tf.reshape(observations, [1, -1]))  # uint8 [1, 8]
+    return tf.bitcast(fp[0], tf.int64)
 
 
 class RolloutDatasetBuilder(abc.ABC):
@@ -269,6 +278,7 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         difference_targets: bool = False,
         repeat: bool = True,
         shuffle_files: bool = True,
+        rollout_ids: bool = False,
     ) -> tf.data.Dataset:
         """Teacher-forcing slices for sequential models; see the module docstring.
 
@@ -319,7 +329,10 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
             shapes = {
                 "inputs": [L, z_size + self.action_size],
                 "targets": [L, z_size],
+                "rollout_id": [],
             }
+            if rollout_ids:
+                out["rollout_id"] = rollout_fingerprint(z_all)
             return {k: tf.ensure_shape(v, shapes.get(k, [L])) for k, v in out.items()}
 
         ds = self.rollouts_ds(split, repeat, shuffle_files)
