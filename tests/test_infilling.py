@@ -215,3 +215,35 @@ def test_script_takes_the_task_flag(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert checkpoints.newest_complete_checkpoint(str(model_dir)).info["task"] == "mixed"
+
+
+# ---- the benchmark -------------------------------------------------------------------------------------
+def test_benchmark_compares_infilling_pretraining_at_equal_compute(tmp_path):
+    """benchmarks/research_world_models.py at tiny size: autoregressive training alone,
+    mixed, and infilling pretraining then autoregressive, the same steps each, scored by the
+    world-model benchmark on held-out FAKE_PIXELS episodes (the numbers: README)."""
+    from sequential_helpers import load_benchmark
+
+    research = load_benchmark("research_world_models")
+    variants = ["autoregressive", "mixed", "infill->AR"]
+    out = research.run(
+        str(tmp_path / "r"),
+        variants,
+        num_rollouts=12,
+        train_steps=6,
+        batch_size=4,
+        sequence_length=8,
+        num_starts=8,
+        dream_gap_episodes=2,
+    )
+    models = {m["model"]: m for m in out["models"]}
+    assert list(models) == variants
+    assert {m["training"]["training_sequences"] for m in models.values()} == {24}
+    assert models["infill->AR"]["training"]["task"] == "infill then autoregressive"
+    for m in models.values():
+        assert (
+            np.all(np.isfinite(m["open_loop"]["z_mse"])) and len(m["open_loop"]["frame_mse"]) == 4
+        )
+        assert np.isfinite(m["dream_gap"]["mean_abs_gap"]) and m["episode_end"] is not None
+    assert "infill then autoregressive" in out["table"] and "dream gap" in out["table"]
+    assert (tmp_path / "r" / "research.json").exists() and (tmp_path / "r" / "table.txt").exists()

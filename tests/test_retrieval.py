@@ -223,3 +223,44 @@ def test_dreams_run_on_the_index_inside_a_compiled_loop(trained):
     assert out["returns"].shape == (2, 3) and np.all(np.isfinite(out["returns"]))
     np.testing.assert_array_equal(out["returns"], dream.evaluate(params, [0, 1, 2], 3)["returns"])
     assert np.all(out["steps"] == 5)
+
+
+# ---- the benchmark -------------------------------------------------------------------------------------
+def test_benchmark_compares_retrieval_with_the_same_transformer_without(tmp_path):
+    """benchmarks/research_world_models.py at tiny size (the numbers: README), then the
+    evaluate_world_model.py library on the two model dirs: the retrieval model loads its
+    index there, and the table says what each was trained with."""
+    from sequential_helpers import load_benchmark
+
+    from rl755.evaluation import benchmark
+    from rl755.evaluation.run import run_benchmark
+
+    research = load_benchmark("research_world_models")
+    out = research.run(
+        str(tmp_path / "r"),
+        ["transformer", "retrieval"],
+        num_rollouts=12,
+        train_steps=6,
+        batch_size=4,
+        sequence_length=8,
+        num_starts=8,
+        dream_gap_episodes=2,
+    )
+    plain, retrieval = out["models"]
+    assert plain["training"]["training_sequences"] == retrieval["training"]["training_sequences"]
+    for m in (plain, retrieval):
+        assert np.all(np.isfinite(m["open_loop"]["z_mse"])) and np.isfinite(m["next_step"]["z_mse"])
+        assert np.isfinite(m["dream_gap"]["mean_abs_gap"])
+    dirs = [str(tmp_path / "r" / "models" / name) for name in ("transformer", "retrieval")]
+    again = run_benchmark(
+        environment="FAKE_PIXELS",
+        out_dir=str(tmp_path / "bench"),
+        sequential_model_dirs=dirs,
+        rollouts_pattern=str(tmp_path / "r" / "data" / "encoded-{split}*.tfrecord-*"),
+        settings=benchmark.Settings(horizons=(1, 5, 10, 15), context_length=4, num_starts=8),
+    )
+    assert [m["training"]["train_steps"] for m in again["models"]] == [6, 6]
+    assert "training steps" in again["table"]
+    np.testing.assert_allclose(  # the same models and windows as the benchmark's own run
+        again["models"][1]["open_loop"]["z_mse"], retrieval["open_loop"]["z_mse"], rtol=1e-5
+    )
