@@ -5,6 +5,10 @@
         --model_dir=$HOME/rl755_models/car_racing/mdn_rnn --train_steps=20000 \
         --batch_size=100 --sequence_length=32 --learning_rate=1e-3
 
+Infilling (README section 4): --model=transformer.small_infilling_transformer --task=mixed.
+Retrieval: --model=transformer.small_retrieval_transformer builds its index of the training
+rollouts in <model_dir>/retrieval_index first (resumable).
+
 Uses every visible GPU (MirroredStrategy); under `srun` with several tasks, every task
 joins one MultiWorkerMirroredStrategy (TF's SlurmClusterResolver). See README section 4.
 Library: rl755.models.common.train_sequential.train_sequential_model.
@@ -60,6 +64,14 @@ flags.DEFINE_string(
     "Optional glob with '{split}' overriding where --rollouts_dataset reads its shards.",
 )
 flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size (default: TF's own).")
+flags.DEFINE_enum(
+    "task",
+    "autoregressive",
+    ["autoregressive", "infill", "mixed"],
+    "What a batch trains: next-step prediction; hidden spans of z predicted from both sides "
+    "(transformer.*_infilling_transformer); or either at random per batch. May change between "
+    "runs in one --model_dir (infilling pretraining, then autoregressive).",
+)
 
 for _name in (
     "model_dir",
@@ -98,6 +110,7 @@ def main(argv):
             rollouts_pattern=FLAGS.rollouts_pattern,
             num_threads=FLAGS.num_threads,
             run_flags=run_record.flags_dict(),
+            task=FLAGS.task,
         )
 
 

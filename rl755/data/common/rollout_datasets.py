@@ -29,6 +29,8 @@ Element structures:
      "mask": float32 [L]            1.0 where step t exists (0.0 = padding)
      "target_mask": float32 [L]}    1.0 where z_{t+1} exists (the last step of a rollout has
                                     reward and done targets but no next observation)
+    with rollout_ids=True also "rollout_id": int64 [], `rollout_fingerprint` of the slice's
+    rollout (retrieval models leave their own rollout out of what they retrieve)
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ SPLITS = ("train", "validation")
 
 
 SLICE_STARTS = ("uniform", "episode_start")  # where get_autoregressive_slices starts a slice
+
+
+def rollout_fingerprint(observations: tf.Tensor) -> tf.Tensor:
+    """int64 []: a fingerprint of a rollout's observations [T, ...] (farmhash of their bytes;
+    0 is never used by a real rollout in practice and means "no rollout")."""
+    fp = tf.fingerprint(tf.reshape(observations, [1, -1]))  # uint8 [1, 8]
+    return tf.bitcast(fp[0], tf.int64)
 
 
 class RolloutDatasetBuilder(abc.ABC):
@@ -289,6 +298,7 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         repeat: bool = True,
         shuffle_files: bool = True,
         slice_start: str = "uniform",
+        rollout_ids: bool = False,
     ) -> tf.data.Dataset:
         """Teacher-forcing slices for sequential models; see the module docstring.
 
@@ -347,7 +357,10 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
             shapes = {
                 "inputs": [L, z_size + self.action_size],
                 "targets": [L, z_size],
+                "rollout_id": [],
             }
+            if rollout_ids:
+                out["rollout_id"] = rollout_fingerprint(z_all)
             return {k: tf.ensure_shape(v, shapes.get(k, [L])) for k, v in out.items()}
 
         ds = self.rollouts_ds(split, repeat, shuffle_files)
