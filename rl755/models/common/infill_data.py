@@ -46,7 +46,8 @@ def frame_windows(
     """Windows of K + 1 consecutive frames and the K actions between them (module docstring).
 
     `windows_per_rollout` windows per rollout read, starts drawn uniformly with replacement
-    (`seed` makes them repeatable); only their frames are decoded. Rollouts with fewer than
+    (with `seed` and `shuffle_files=False`, the same windows every time: stateless draws keyed
+    by (seed, index of the rollout read)); only their frames are decoded. Rollouts with fewer than
     K + 1 frames are skipped. The windows of one rollout arrive together: shuffle downstream.
     """
     if int(context_frames) < 1 or int(windows_per_rollout) < 1:
@@ -59,10 +60,14 @@ def frame_windows(
     # The builder's parser with the frames left encoded (as its random_rollout_observations).
     parse = builder._parser(decode_observations=False)
 
-    def windows(r):
+    def windows(r, stateless_seed=None):
         n = tf.shape(r["actions"])[0]
-        starts = tf.random.uniform([windows_per_rollout], 0, n - k, dtype=tf.int32, seed=seed)
-        idx = starts[:, None] + tf.range(k + 1)[None, :]  # [W, K + 1]
+        if stateless_seed is None:
+            u = tf.random.uniform([windows_per_rollout])
+        else:
+            u = tf.random.stateless_uniform([windows_per_rollout], seed=stateless_seed)
+        starts = tf.cast(tf.floor(u * tf.cast(n - k, tf.float32)), tf.int32)
+        idx = tf.minimum(starts, n - k - 1)[:, None] + tf.range(k + 1)[None, :]  # [W, K + 1]
         frames = decode_frames(tf.gather(r["observations"], tf.reshape(idx, [-1])), shape)
         return {
             "frames": tf.reshape(frames, [windows_per_rollout, k + 1, *shape]),
@@ -72,7 +77,14 @@ def frame_windows(
     ds = builder._raw_rollouts_ds(split, repeat, shuffle_files)
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files)
     ds = ds.filter(lambda r: tf.shape(r["actions"])[0] >= k + 1)
-    ds = ds.map(windows, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files)
+    if seed is None:
+        ds = ds.map(windows, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files)
+    else:  # the i-th rollout read gets the starts of seed pair (seed, i)
+        ds = ds.enumerate().map(
+            lambda i, r: windows(r, tf.stack([tf.constant(seed, tf.int64), i])),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
     return ds.unbatch()
 
 

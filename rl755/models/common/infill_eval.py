@@ -70,7 +70,6 @@ def _load_models(model_dirs: Sequence[str], names: Sequence[str] | None) -> dict
 
 
 def _windows(builder, split, k, num_examples, batch_size, seed) -> list[dict]:
-    tf.random.set_seed(seed)
     ds = infill_data.frame_windows(
         builder, split, k, windows_per_rollout=4, repeat=True, shuffle_files=False, seed=seed
     )

@@ -51,7 +51,7 @@ def comparison(
     context = np.asarray(inputs["context"])[:examples]
     k = context.shape[1]
     rows = {f"context t-{k - j}": context[:, j] for j in range(k)}
-    rows["input (masked t)"] = masked_view(inputs)[:examples]
+    rows["masked t"] = masked_view(inputs)[:examples]
     rows["real t"] = np.asarray(inputs["target"])[:examples]
     for name, draws in draws_by_model.items():
         draws = np.asarray(draws)

@@ -59,6 +59,12 @@ def conditioning(inputs: dict, use_actions: bool) -> tf.Tensor:
     return tf.ensure_shape(out, [None, context.shape[2], context.shape[3], channels])
 
 
+def _leaky_relu(x: tf.Tensor) -> tf.Tensor:
+    """LeakyReLU with slope 0.2, written without the LeakyRelu op (TF's graph optimizer fails
+    to fuse that op's gradient after a convolution and logs an error at every run)."""
+    return tf.maximum(x, 0.2 * x)
+
+
 def _conv(filters: int, kernel: int = 3, strides: int = 1, name: str | None = None):
     return keras.layers.Conv2D(
         filters, kernel, strides=strides, padding="same", activation=None, name=name
@@ -127,7 +133,7 @@ class InfillingUNet(keras.Model):
                 (inputs["noise"], ("B", self.noise_size)),
             ]
         )
-        act = tf.nn.leaky_relu
+        act = _leaky_relu
         noise = inputs["noise"] if self.noise_size else None
         x = self._with_noise(conditioning(inputs, self.use_actions), noise)
         skips = []
@@ -194,7 +200,7 @@ class PatchDiscriminator(keras.Model):
         tf.debugging.assert_shapes([(frame, ("B", *self.frame_shape))])
         x = tf.concat([conditioning(inputs, self.use_actions), frame * 2.0 - 1.0], axis=-1)
         for conv in self.convs:
-            x = tf.nn.leaky_relu(conv(x))
+            x = _leaky_relu(conv(x))
         return tf.squeeze(self.to_logits(x), -1)
 
     def build_for_frames(self) -> PatchDiscriminator:
