@@ -21,6 +21,14 @@ flags.DEFINE_list("stages", None, "Only these stages (local), e.g. train_control
 flags.DEFINE_integer("seed", 0, "Seed of rollouts, CMA-ES and evaluation.")
 flags.DEFINE_integer("num_threads", None, "TF threads of the training stages (default: TF's).")
 flags.DEFINE_bool("dry_run", False, "SLURM: write the sbatch scripts without submitting.")
+flags.DEFINE_bool(
+    "deterministic",
+    None,
+    "Every stage bit-for-bit repeatable (seeded, TF op determinism, ordered tf.data): the same "
+    "command and --seed give the same weights, controller and scores. Default: each stage "
+    "decides on its machine, on without a GPU (so on for local CPU runs), off on a GPU. "
+    "See README 'Repeatable runs'.",
+)
 flags.mark_flag_as_required("out_dir")
 
 
@@ -29,11 +37,19 @@ def main(argv):
     preset = pipeline.get_preset(FLAGS.preset)
     print(f"Preset {FLAGS.preset}: {preset.description}")
     if FLAGS.launcher == "slurm":
-        for result in pipeline.submit_slurm(preset, FLAGS.out_dir, FLAGS.seed, FLAGS.dry_run):
+        results = pipeline.submit_slurm(
+            preset, FLAGS.out_dir, FLAGS.seed, FLAGS.dry_run, deterministic=FLAGS.deterministic
+        )
+        for result in results:
             print(result.summary())
         return
     pipeline.run_local(
-        preset, FLAGS.out_dir, seed=FLAGS.seed, stages=FLAGS.stages, threads=FLAGS.num_threads
+        preset,
+        FLAGS.out_dir,
+        seed=FLAGS.seed,
+        stages=FLAGS.stages,
+        threads=FLAGS.num_threads,
+        deterministic=FLAGS.deterministic,
     )
 
 

@@ -27,12 +27,26 @@ from rl755.pipeline.presets import STAGE_SCRIPTS, Preset
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Flags the pipeline sets to connect the stages; a preset may not set them.
 WIRED_FLAGS = {
-    "collect": ("environment", "out_dir", "out_format", "compression", "seed"),
-    "train_encoder": ("environment", "model_dir", "num_threads"),
-    "encode": ("environment", "model", "split", "out_dir", "num_threads"),
-    "train_sequential": ("environment", "model_dir", "rollouts_dataset", "num_threads"),
-    "train_controller": ("environment", "model_dir", "encoder", "sequential_model", "seed"),
-    "evaluate": ("environment", "model_dir", "out_dir", "seed"),
+    "collect": ("environment", "out_dir", "out_format", "compression", "seed", "deterministic"),
+    "train_encoder": ("environment", "model_dir", "num_threads", "seed", "deterministic"),
+    "encode": ("environment", "model", "split", "out_dir", "num_threads", "deterministic"),
+    "train_sequential": (
+        "environment",
+        "model_dir",
+        "rollouts_dataset",
+        "num_threads",
+        "seed",
+        "deterministic",
+    ),
+    "train_controller": (
+        "environment",
+        "model_dir",
+        "encoder",
+        "sequential_model",
+        "seed",
+        "deterministic",
+    ),
+    "evaluate": ("environment", "model_dir", "out_dir", "seed", "deterministic"),
 }
 ARRAY_ABOVE_ROLLOUTS = 200  # collection runs as a SLURM job array above this many rollouts
 
@@ -91,8 +105,18 @@ def _flags(preset: Preset, stage: str, **wired) -> dict:
     return {**{k: v for k, v in wired.items() if v is not None}, **own}
 
 
-def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | None = None):
-    """The chain as `rl755.slurm.chain.Stage`s (absolute script paths)."""
+def build_stages(
+    preset: Preset,
+    out_dir: str,
+    seed: int = 0,
+    threads: int | None = None,
+    deterministic: bool | None = None,
+):
+    """The chain as `rl755.slurm.chain.Stage`s (absolute script paths).
+
+    Every stage gets `seed` (evaluation: 10,000 + seed, episodes unseen in training) and,
+    unless None, `--deterministic` / `--nodeterministic`; None leaves each stage to decide
+    on the machine it runs on (`rl755.common.determinism`: on without a GPU)."""
     from rl755.slurm.chain import Stage
     from rl755.slurm.launcher import ArraySpec
     from rl755.slurm.sbatch import Resources
@@ -120,6 +144,7 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
         compression="GZIP",
         out_dir=paths.raw_dir,
         seed=collect_seed,
+        deterministic=deterministic,
     )
     stages = [
         Stage(
@@ -138,6 +163,8 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 environment=e,
                 model_dir=paths.model_dir(preset.encoder_name),
                 num_threads=threads,
+                seed=seed,
+                deterministic=deterministic,
             ),
             gpu,
         ),
@@ -151,6 +178,7 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
             split=split,
             out_dir=paths.encoded_dir(preset.encoder_name),
             num_threads=threads,
+            deterministic=deterministic,
         )
         stages.append(
             Stage(f"encode_{split}", script("encode"), encode, gpu, after=("train_encoder",))
@@ -167,6 +195,8 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 rollouts_dataset=preset.encoded_dataset,
                 model_dir=paths.model_dir(preset.sequential_name),
                 num_threads=threads,
+                seed=seed,
+                deterministic=deterministic,
             ),
             gpu,
             after=("encode_train", "encode_validation"),
@@ -182,6 +212,7 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 sequential_model=preset.sequential_name,
                 model_dir=controller_dir,
                 seed=seed,
+                deterministic=deterministic,
             ),
             Resources(
                 cpus=max(2, int(preset.train_controller.get("parallelism", 2))),
@@ -199,6 +230,7 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 model_dir=controller_dir,
                 seed=10_000 + seed,
                 out_dir=paths.evaluation_dir,
+                deterministic=deterministic,
             ),
             cpu,
         ),

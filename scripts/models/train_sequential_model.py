@@ -12,7 +12,7 @@ Library: rl755.models.common.train_sequential.train_sequential_model.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -52,6 +52,10 @@ flags.DEFINE_string(
     "Optional glob with '{split}' overriding where --rollouts_dataset reads its shards.",
 )
 flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size (default: TF's own).")
+flags.DEFINE_integer(
+    "seed", 0, "Seed of the initial weights, slice starts, sampled z (--sample_observations)."
+)
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 
 for _name in (
     "model_dir",
@@ -87,6 +91,8 @@ def main(argv):
         rollouts_pattern=FLAGS.rollouts_pattern,
         num_threads=FLAGS.num_threads,
         run_flags=run_record.flags_dict(),
+        seed=FLAGS.seed,
+        deterministic=FLAGS.deterministic,
     )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from absl import logging
 
-from rl755.common import checkpoints, devices, run_record, tf_setup
+from rl755.common import checkpoints, determinism, devices, run_record, tf_setup
 from rl755.environments import Environments
 from rl755.models.common import sequential_loop
 from rl755.models.common.sequential import SequentialModel
@@ -58,6 +58,8 @@ def train_sequential_model(
     rollouts_pattern: str | None = None,
     num_threads: int | None = None,
     run_flags: dict | None = None,
+    seed: int = 0,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -67,12 +69,15 @@ def train_sequential_model(
     (`resolve_model_fn`), `rollouts_dataset` an EncodedRolloutDatasetBuilder
     (`resolve_rollouts_dataset`), constructed with `tfrecords_pattern=rollouts_pattern` when
     given (a glob with "{split}"). `run_flags` go into the run record and TensorBoard
-    (default: the arguments). Returns `fit_sequential_model`'s result."""
+    (default: the arguments). `seed` and `deterministic`: `rl755.common.determinism.configure`
+    (initial weights, slice starts, z samples of `sample_observations`, shuffling). Returns
+    `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
 
     tf_setup.limit_threads(num_threads)
     # First: a multi-worker strategy must be created before TensorFlow initializes.
     strategy = devices.make_strategy()
+    determinism.configure(seed, deterministic)  # before any layer draws its initializer seed
     env = Environments.from_name(environment)
     model_fn = resolve_model_fn(env, model)
     dataset_cls = resolve_rollouts_dataset(env, rollouts_dataset)
@@ -130,6 +135,7 @@ def train_sequential_model(
             strategy=strategy,
             model_info=info,
             hparams=run_flags,
+            seed=seed,
         )
 
 
