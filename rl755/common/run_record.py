@@ -18,8 +18,8 @@ tasks) can share one out_dir. A record holds:
     slurm: {job_id, array_job_id, array_task_id, node_list, partition, restart_count}
            (only the SLURM_* variables present; {} outside SLURM),
     start_time, end_time (ISO 8601 UTC), status, error,
-    determinism: {seed, deterministic, decided_by, op_determinism, tensorflow} as the stage
-           set it (`rl755.common.determinism.configure`; None if the stage never did).
+    determinism: {seed, deterministic, decided_by, op_determinism, tensorflow, thread counts}
+           as the stage set it (`rl755.common.determinism.configure`; None if it never did).
 
 status is "running", then "completed", "failed" (error = the exception text) or
 "interrupted" (KeyboardInterrupt, or SIGTERM as sent by `scancel`, preemption and

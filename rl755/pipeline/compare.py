@@ -207,10 +207,16 @@ def compare_stage(stage: str, out_a: str, out_b: str, files_a: list, files_b: li
     if not files_a and not files_b:
         return StageDiff(stage, None, 0, "no outputs in either run")
     if files_a != files_b:
-        only = sorted(set(files_a) ^ set(files_b))
-        return StageDiff(stage, False, len(files_a), f"different files: {only[:3]}", float("inf"))
+        only_a = sorted(set(files_a) - set(files_b))
+        only_b = sorted(set(files_b) - set(files_a))
+        parts = [
+            f"{len(o)} files only in run {n} (e.g. {o[0]})"
+            for n, o in (("A", only_a), ("B", only_b))
+            if o
+        ]
+        return StageDiff(stage, False, len(files_a), "; ".join(parts), float("inf"))
     worst = None
-    for rel in files_a:
+    for rel in sorted(files_a, key=lambda f: (f.endswith(".json"), f)):  # markers last
         diff = compare_files(os.path.join(out_a, rel), os.path.join(out_b, rel))
         if diff is not None:
             if worst is None:
