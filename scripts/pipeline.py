@@ -39,6 +39,14 @@ flags.DEFINE_integer("seed", 0, "Seed of rollouts, CMA-ES and evaluation.")
 flags.DEFINE_integer("num_threads", None, "TF threads of the training stages (default: TF's).")
 flags.DEFINE_bool("dry_run", False, "SLURM: write the sbatch scripts without submitting.")
 flags.DEFINE_bool(
+    "deterministic",
+    None,
+    "Every stage bit-for-bit repeatable (seeded, TF op determinism, ordered tf.data): the same "
+    "command and --seed give the same weights, controller and scores. Default: each stage "
+    "decides on its machine, on without a GPU (so on for local CPU runs), off on a GPU. "
+    "See README 'Repeatable runs'.",
+)
+flags.DEFINE_bool(
     "report",
     False,
     "Only write the summary and pictures of the run in --out_dir (SLURM's last job).",
@@ -91,7 +99,12 @@ def _main():
             account=FLAGS.account,
         )
         results = pipeline.submit_slurm(
-            preset, FLAGS.out_dir, FLAGS.seed, FLAGS.dry_run, overrides=overrides
+            preset,
+            FLAGS.out_dir,
+            FLAGS.seed,
+            FLAGS.dry_run,
+            overrides=overrides,
+            deterministic=FLAGS.deterministic,
         )
         for result in results:
             print(result.summary())
@@ -104,7 +117,12 @@ def _main():
             )
         return 0
     pipeline.run_local(
-        preset, FLAGS.out_dir, seed=FLAGS.seed, stages=FLAGS.stages, threads=FLAGS.num_threads
+        preset,
+        FLAGS.out_dir,
+        seed=FLAGS.seed,
+        stages=FLAGS.stages,
+        threads=FLAGS.num_threads,
+        deterministic=FLAGS.deterministic,
     )
     return 0
 

@@ -20,6 +20,17 @@ def _isolated_user_config(tmp_path, monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_determinism():
+    """Stages turn TF op determinism on for their process (rl755.common.determinism); in this
+    one process each test starts from a fresh state again."""
+    yield
+    import sys
+
+    if "rl755.common.determinism" in sys.modules:
+        sys.modules["rl755.common.determinism"].reset()
+
+
 @pytest.fixture(scope="session")
 def repo_root():
     return REPO_ROOT

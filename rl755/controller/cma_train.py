@@ -330,14 +330,17 @@ def train_controller(
     cma_config: CmaConfig,
     pool: PoolConfig,
     run_flags: dict | None = None,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/train_controller.py runs: resolves names (failing fast), records
     the run in <model_dir>/runs/, then `run_cma_es`. `run_flags` go into the run record and
-    TensorBoard (default: the configs)."""
-    from rl755.common import run_record
+    TensorBoard (default: the configs). `deterministic`: `rl755.common.determinism.configure`
+    with `cma_config.seed` (None: on without a GPU); the evaluation workers inherit it."""
+    from rl755.common import determinism, run_record
     from rl755.controller.resolve import make_agent_spec
 
     cma_config.validate()
+    determinism.configure(cma_config.seed, deterministic)
     spec = make_agent_spec(
         environment,
         controller,

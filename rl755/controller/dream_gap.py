@@ -200,6 +200,7 @@ def dream_gap(
     done_threshold: float | None = None,
     out_dir: str | None = None,
     run_flags: dict | None = None,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/dream_gap.py runs.
 
@@ -207,12 +208,14 @@ def dream_gap(
     (for a dream-trained controller) the temperature, and the controller is scored too;
     `encoder` / `sequential_model[_dir]` / `temperature` override them. Without it, the
     encoder and a sequential model must be named. Writes <out_dir>/dream_gap.json (default
-    <controller_dir>/dream_gap) and returns its dict.
+    <controller_dir>/dream_gap) and returns its dict. `deterministic`:
+    `rl755.common.determinism.configure` with `seed` (None: on without a GPU).
     """
-    from rl755.common import run_record, sharded_io
+    from rl755.common import determinism, run_record, sharded_io
     from rl755.controller import resolve, saved
     from rl755.environments import Environments
 
+    determinism.configure(seed, deterministic)
     env = Environments.from_name(environment)
     params = None
     if controller_dir:

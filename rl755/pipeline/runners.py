@@ -26,6 +26,8 @@ from rl755.pipeline.resources import Overrides, flag_hint, stage_resources
 from rl755.pipeline.stages import RUN_FILE, Paths, build_stages, check_preset, stage_environ
 from rl755.slurm.instances import ArraySpec, expand_instances
 
+SUMMARY = "pipeline_summary.json"
+
 
 def run_local(
     preset: Preset,
@@ -35,14 +37,22 @@ def run_local(
     threads: int | None = None,
     pictures: bool = True,
     python: str | None = None,
+    deterministic: bool | None = None,
 ) -> dict:
-    """Runs the chain here, stage after stage; returns (and writes) the summary."""
+    """Runs the chain here, stage after stage; returns (and writes) the summary.
+
+    `deterministic` (None: each stage's default, on without a GPU) goes to every stage; see
+    `build_stages` and rl755.common.determinism."""
     from rl755.slurm import launcher
 
     check_preset(preset)
     out_dir = os.path.abspath(out_dir)
+    check_same_seed(out_dir, seed)
     os.makedirs(out_dir, exist_ok=True)
-    all_stages = build_stages(preset, out_dir, seed=seed, threads=threads)
+    run = {"seed": int(seed), "deterministic": deterministic}
+    all_stages = build_stages(
+        preset, out_dir, seed=seed, threads=threads, deterministic=deterministic
+    )
     names = [s.name for s in all_stages]
     if stages:
         unknown = sorted(set(stages) - set(names))
@@ -54,6 +64,9 @@ def run_local(
     write_run_file(preset, out_dir, seed)
     rows = []
     started = time.time()
+    # Written first so a later run on this directory knows its seed even if this one dies.
+    summary = make_summary(preset, out_dir, rows, started, run)
+    sharded_io.write_json_atomic(os.path.join(out_dir, SUMMARY), summary)
     for i, stage in enumerate(all_stages):
         if stages and stage.name not in stages:
             continue
@@ -72,7 +85,8 @@ def run_local(
             }
         )
         if result.returncode != 0:
-            summary = make_summary(preset, out_dir, rows, started)
+            summary = make_summary(preset, out_dir, rows, started, run)
+            sharded_io.write_json_atomic(os.path.join(out_dir, SUMMARY), summary)
             print(format_summary(summary))
             raise RuntimeError(
                 f"Stage {stage.name} failed (exit {result.returncode}); see its output above. "
@@ -91,11 +105,27 @@ def run_local(
                 "files": pics,
             }
         )
-    summary = make_summary(preset, out_dir, rows, started)
-    path = os.path.join(out_dir, "pipeline_summary.json")
+    summary = make_summary(preset, out_dir, rows, started, run)
+    path = os.path.join(out_dir, SUMMARY)
     sharded_io.write_json_atomic(path, summary)
     print(format_summary(summary), flush=True)
     return summary
+
+
+def check_same_seed(out_dir: str, seed: int) -> None:
+    """Fails if `out_dir` holds a pipeline run of another --seed: resuming it would mix the
+    two runs' rollouts and checkpoints."""
+    path = os.path.join(out_dir, SUMMARY)
+    try:
+        with open(path) as f:
+            previous = json.load(f).get("seed")
+    except (OSError, ValueError):
+        return
+    if previous is not None and int(previous) != int(seed):
+        raise ValueError(
+            f"{out_dir} holds a pipeline run with --seed={previous} ({path}); rerun with "
+            f"--seed={previous} to resume it, or pass another --out_dir for --seed={seed}."
+        )
 
 
 def stage_output(stage) -> str:
@@ -112,6 +142,7 @@ def submit_slurm(
     dry_run: bool = False,
     python=None,
     overrides: Overrides | None = None,
+    deterministic: bool | None = None,
 ):
     """Submits the chain to SLURM with afterok dependencies; returns LaunchResults.
 
@@ -136,6 +167,7 @@ def submit_slurm(
         seed=seed,
         resources=lambda name: stage_resources(preset, name, overrides, cluster),
         report=True,
+        deterministic=deterministic,
     )
     os.environ.update(stage_environ(out_dir))  # sbatch exports the submitting environment
     run_file = os.path.join(out_dir, RUN_FILE)

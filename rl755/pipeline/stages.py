@@ -29,12 +29,26 @@ from rl755.pipeline.presets import STAGE_SCRIPTS, Preset
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Flags the pipeline sets to connect the stages; a preset may not set them.
 WIRED_FLAGS = {
-    "collect": ("environment", "out_dir", "out_format", "compression", "seed"),
-    "train_encoder": ("environment", "model_dir", "num_threads"),
-    "encode": ("environment", "model", "split", "out_dir", "num_threads"),
-    "train_sequential": ("environment", "model_dir", "rollouts_dataset", "num_threads"),
-    "train_controller": ("environment", "model_dir", "encoder", "sequential_model", "seed"),
-    "evaluate": ("environment", "model_dir", "out_dir", "seed"),
+    "collect": ("environment", "out_dir", "out_format", "compression", "seed", "deterministic"),
+    "train_encoder": ("environment", "model_dir", "num_threads", "seed", "deterministic"),
+    "encode": ("environment", "model", "split", "out_dir", "num_threads", "deterministic"),
+    "train_sequential": (
+        "environment",
+        "model_dir",
+        "rollouts_dataset",
+        "num_threads",
+        "seed",
+        "deterministic",
+    ),
+    "train_controller": (
+        "environment",
+        "model_dir",
+        "encoder",
+        "sequential_model",
+        "seed",
+        "deterministic",
+    ),
+    "evaluate": ("environment", "model_dir", "out_dir", "seed", "deterministic"),
 }
 PIPELINE_SCRIPT = "scripts/pipeline.py"
 RUN_FILE = "pipeline.json"  # the resolved preset and seed of the run in out_dir
@@ -102,6 +116,7 @@ def build_stages(
     threads: int | None = None,
     resources=None,
     report: bool = False,
+    deterministic: bool | None = None,
 ):
     """The chain as `rl755.slurm.chain.Stage`s (absolute script paths).
 
@@ -110,6 +125,9 @@ def build_stages(
         (`rl755.pipeline.resources.stage_resources` without flags or config file).
       report: end with the "report" stage (`scripts/pipeline.py --report`: the summary table
         and the pictures, as a local run ends), for SLURM.
+      deterministic: every stage gets `seed` (evaluation: 10,000 + seed, episodes unseen in
+        training) and, unless None, `--deterministic` / `--nodeterministic`; None leaves each
+        stage to decide on the machine it runs on (`rl755.common.determinism`: on without a GPU).
     """
     from rl755.pipeline.resources import stage_resources
     from rl755.slurm.chain import Stage
@@ -140,6 +158,7 @@ def build_stages(
         compression="GZIP",
         out_dir=paths.raw_dir,
         seed=collect_seed,
+        deterministic=deterministic,
     )
     stages = [
         Stage(
@@ -158,6 +177,8 @@ def build_stages(
                 environment=e,
                 model_dir=paths.model_dir(preset.encoder_name),
                 num_threads=threads,
+                seed=seed,
+                deterministic=deterministic,
             ),
             resources("train_encoder"),
         ),
@@ -171,6 +192,7 @@ def build_stages(
             split=split,
             out_dir=paths.encoded_dir(preset.encoder_name),
             num_threads=threads,
+            deterministic=deterministic,
         )
         stages.append(
             Stage(
@@ -193,6 +215,8 @@ def build_stages(
                 rollouts_dataset=preset.encoded_dataset,
                 model_dir=paths.model_dir(preset.sequential_name),
                 num_threads=threads,
+                seed=seed,
+                deterministic=deterministic,
             ),
             resources("train_sequential"),
             after=("encode_train", "encode_validation"),
@@ -208,6 +232,7 @@ def build_stages(
                 sequential_model=preset.sequential_name,
                 model_dir=controller_dir,
                 seed=seed,
+                deterministic=deterministic,
             ),
             resources("train_controller"),
         ),
@@ -221,6 +246,7 @@ def build_stages(
                 model_dir=controller_dir,
                 seed=10_000 + seed,
                 out_dir=paths.evaluation_dir,
+                deterministic=deterministic,
             ),
             resources("evaluate"),
         ),

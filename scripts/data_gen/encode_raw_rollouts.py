@@ -12,7 +12,7 @@ encode_raw_rollouts_multi.py. Library: rl755.data_gen.encode.encode_raw_rollouts
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -40,6 +40,7 @@ flags.DEFINE_integer("batch_size", 500, "Frames per encoder call.")
 flags.DEFINE_string("compression", "none", "Output compression: none, GZIP or ZLIB.")
 flags.DEFINE_string("rollouts_pattern", None, "Glob with '{split}' overriding RawRollouts.")
 flags.DEFINE_integer("num_threads", None, "TF intra-op threads (default: TF decides).")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 flags.mark_flag_as_required("environment")
 flags.mark_flag_as_required("model")
 
@@ -69,6 +70,7 @@ def main(argv):
             rollouts_pattern=FLAGS.rollouts_pattern,
             num_threads=FLAGS.num_threads,
             run_flags=run_record.flags_dict(),
+            deterministic=FLAGS.deterministic,
         )
 
 

@@ -19,7 +19,7 @@ rl755.controller.dream_gap.dream_gap.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -46,6 +46,7 @@ flags.DEFINE_integer("num_episodes", 100, "Episodes per policy and side; episode
 flags.DEFINE_integer("seed", 0, "Seed of the first episode.")
 flags.DEFINE_integer("max_steps", None, "Step limit (default: the environment's).")
 flags.DEFINE_string("out_dir", None, "Where dream_gap.json goes (default <model_dir>/dream_gap).")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 flags.mark_flag_as_required("environment")
 
 
@@ -68,6 +69,7 @@ def main(argv):
             max_steps=FLAGS.max_steps,
             out_dir=FLAGS.out_dir,
             run_flags=run_record.flags_dict(),
+            deterministic=FLAGS.deterministic,
         )
     except (ValueError, LookupError, FileNotFoundError) as e:
         raise app.UsageError(str(e)) from e

@@ -16,7 +16,7 @@ rl755.controller.cma_train.train_controller.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -63,6 +63,7 @@ flags.DEFINE_integer("threads_per_worker", 1, "TF threads (and Ray CPUs) per wor
 flags.DEFINE_string("ray_address", None, "Join this Ray cluster ('auto', host:port).")
 flags.DEFINE_float("trial_timeout_s", 600.0, "A batch of episodes slower than this is re-run.")
 flags.DEFINE_integer("max_worker_failures", 3, "Failures of one batch before the run stops.")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 for _name in ("environment", "model_dir"):
     flags.mark_flag_as_required(_name)
 
@@ -107,6 +108,7 @@ def main(argv):
             threads_per_worker=FLAGS.threads_per_worker,
         ),
         run_flags=run_record.flags_dict(),
+        deterministic=FLAGS.deterministic,
     )
 
 

@@ -11,7 +11,7 @@ rl755.models.common.train_encoder.train_obs_encoder.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -32,6 +32,8 @@ flags.DEFINE_string(
     None,
     "Glob with '{split}' overriding RawRollouts' location, e.g. /d/rollouts-{split}*.tfrecord-*.",
 )
+flags.DEFINE_integer("seed", 0, "Seed of the initial weights, frame sampling and shuffling.")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 for _name in ("model_dir", "train_steps", "environment", "model"):
     flags.mark_flag_as_required(_name)
 
@@ -57,6 +59,8 @@ def main(argv):
             rollouts_pattern=FLAGS.rollouts_pattern,
             num_threads=FLAGS.num_threads,
             run_flags=run_record.flags_dict(),
+            seed=FLAGS.seed,
+            deterministic=FLAGS.deterministic,
         )
 
 

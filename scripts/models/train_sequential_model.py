@@ -16,7 +16,7 @@ Library: rl755.models.common.train_sequential.train_sequential_model.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -72,6 +72,10 @@ flags.DEFINE_enum(
     "(transformer.*_infilling_transformer); or either at random per batch. May change between "
     "runs in one --model_dir (infilling pretraining, then autoregressive).",
 )
+flags.DEFINE_integer(
+    "seed", 0, "Seed of the initial weights, slice starts, sampled z (--sample_observations)."
+)
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 
 for _name in (
     "model_dir",
@@ -110,6 +114,8 @@ def main(argv):
             rollouts_pattern=FLAGS.rollouts_pattern,
             num_threads=FLAGS.num_threads,
             run_flags=run_record.flags_dict(),
+            seed=FLAGS.seed,
+            deterministic=FLAGS.deterministic,
             task=FLAGS.task,
         )
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from absl import logging
 
-from rl755.common import checkpoints, devices, run_record, tf_setup
+from rl755.common import checkpoints, determinism, devices, run_record, tf_setup
 from rl755.environments import Environments
 from rl755.models.common import sequential_loop
 from rl755.models.common.sequential import SequentialModel
@@ -64,6 +64,8 @@ def train_sequential_model(
     num_threads: int | None = None,
     run_flags: dict | None = None,
     task: str = "autoregressive",
+    seed: int = 0,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -74,13 +76,16 @@ def train_sequential_model(
     (`resolve_rollouts_dataset`), constructed with `tfrecords_pattern=rollouts_pattern` when
     given (a glob with "{split}"). `task`: "autoregressive", "infill" or "mixed"
     (rl755.models.common.sequential_tasks). `run_flags` go into the run record and TensorBoard
-    (default: the arguments). Returns `fit_sequential_model`'s result."""
+    (default: the arguments). `seed` and `deterministic`: `rl755.common.determinism.configure`
+    (initial weights, slice starts, z samples of `sample_observations`, shuffling). Returns
+    `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.models.common import sequential_tasks
 
     tf_setup.limit_threads(num_threads)
     # First: a multi-worker strategy must be created before TensorFlow initializes.
     strategy = devices.make_strategy()
+    determinism.configure(seed, deterministic)  # before any layer draws its initializer seed
     env = Environments.from_name(environment)
     model_fn = resolve_model_fn(env, model)
     dataset_cls = resolve_rollouts_dataset(env, rollouts_dataset)
@@ -168,6 +173,7 @@ def train_sequential_model(
             model_info=info,
             hparams=run_flags,
             task=training_task,
+            seed=seed,
         )
 
 
