@@ -1,5 +1,6 @@
 # The two set-up commands (see README):
-#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU)
+#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU);
+#               make demo SEED=2 runs it with another seed (into runs/demo-seed2)
 #   make test   runs the test suite
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
 #   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI: ~30 min)
@@ -8,7 +9,12 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+SEED ?= 0
+ifeq ($(SEED),0)
 DEMO_DIR ?= runs/demo
+else
+DEMO_DIR ?= runs/demo-seed$(SEED)
+endif
 PRESET ?= demo
 PYTEST_ARGS ?=
 MUTATE_ARGS ?=
@@ -26,7 +32,7 @@ $(STAMP): requirements.txt setup.py
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) scripts/pipeline.py --preset=$(PRESET) --out_dir=$(DEMO_DIR)
+	$(PY) scripts/pipeline.py --preset=$(PRESET) --out_dir=$(DEMO_DIR) --seed=$(SEED)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -19,6 +19,7 @@ setup(
         "ray>=2.60",
         "cma>=4.5",
         "absl-py>=2.5",
+        "faiss-cpu>=1.15",
         "numpy>=2.0",
         "tqdm",
         "imageio",

@@ -65,3 +65,21 @@ def fixed_slices(n=8, length=6, seed=0, z=Z, a=A, poison=False):
         return tf.data.Dataset.from_tensor_slices(data).repeat()
 
     return dataset_fn
+
+
+def load_benchmark(name: str):
+    """benchmarks/<name>.py as a module, imported once per process (it defines absl flags)."""
+    import importlib.util
+    import os
+    import sys
+
+    key = f"benchmarks_{name}"
+    if key not in sys.modules:
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        spec = importlib.util.spec_from_file_location(
+            key, os.path.join(repo, "benchmarks", f"{name}.py")
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]

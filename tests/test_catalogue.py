@@ -84,7 +84,7 @@ def test_unknown_names_fail_listing_the_valid_ones():
     with pytest.raises(ValueError, match="Valid --environment"):
         catalogue.model_fn("NO_SUCH_ENV", "vae.Vae")
     assert catalogue.names(catalogue.ENCODER) == ["vae.Vae"]
-    assert len(catalogue.names(catalogue.SEQUENTIAL)) == 11
+    assert len(catalogue.names(catalogue.SEQUENTIAL)) == 11 + 12  # + infilling, retrieval
 
 
 def test_model_fn_is_a_picklable_constructor_with_overrides():

@@ -157,6 +157,22 @@ def test_encoded_rollouts_shapes(encoded_dir):
     assert r["observation_std_devs"].shape == (12, Z)
 
 
+def test_episode_start_slices_begin_at_each_rollouts_first_step(encoded_dir):
+    """slice_start="episode_start": every slice is the rollout's first L steps (z_t = t, or
+    100 + t), never a later window; an unknown value fails naming the valid ones."""
+    ds = VaeEncodedRollouts().get_autoregressive_slices(5, slice_start="episode_start")
+    seen = set()
+    for s in ds.take(40).as_numpy_iterator():
+        offset = 100.0 if s["inputs"][0, 0] >= 100 else 0.0
+        steps = int(s["mask"].sum())
+        assert steps == (3 if offset else 5)
+        np.testing.assert_array_equal(s["inputs"][:steps, 0], offset + np.arange(steps))
+        seen.add(offset)
+    assert seen == {0.0, 100.0}
+    with pytest.raises(ValueError, match="uniform, episode_start"):
+        VaeEncodedRollouts().get_autoregressive_slices(5, slice_start="middle")
+
+
 def test_autoregressive_slices_alignment(encoded_dir):
     # Two terminated rollouts: 12 steps with z_t = t, and 3 steps with z_t = 100 + t;
     # a_t = -t and r_t = t in both.

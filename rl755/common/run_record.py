@@ -17,7 +17,9 @@ tasks) can share one out_dir. A record holds:
     git: {commit, dirty, root} of the rl755 checkout (None outside a git checkout),
     slurm: {job_id, array_job_id, array_task_id, node_list, partition, restart_count}
            (only the SLURM_* variables present; {} outside SLURM),
-    start_time, end_time (ISO 8601 UTC), status, error.
+    start_time, end_time (ISO 8601 UTC), status, error,
+    determinism: {seed, deterministic, decided_by, op_determinism, tensorflow, thread counts}
+           as the stage set it (`rl755.common.determinism.configure`; None if it never did).
 
 status is "running", then "completed", "failed" (error = the exception text) or
 "interrupted" (KeyboardInterrupt, or SIGTERM as sent by `scancel`, preemption and
@@ -40,7 +42,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 
-from rl755.common import sharded_io
+from rl755.common import determinism, sharded_io
 
 RUNS_SUBDIR = "runs"
 
@@ -122,6 +124,7 @@ class RunRecord:
             "python": sys.executable,
             "git": git_info(),
             "slurm": slurm_info(),
+            "determinism": determinism.current_dict(),
             "start_time": _now(),
             "end_time": None,
             "status": "running",
@@ -187,6 +190,7 @@ def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
         if restore is not None:
             signal.signal(signal.SIGTERM, restore)
         record.data["end_time"] = _now()
+        record.data["determinism"] = determinism.current_dict()
         record.write()
 
 

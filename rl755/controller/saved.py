@@ -43,6 +43,7 @@ def controller_meta(spec, controller) -> dict:
         "num_params": controller.num_params,
         "encoder": spec.encoder_name,
         "sequential_model": spec.sequential_model_name,
+        "cell_state": bool(spec.cell_state),
     }
 
 

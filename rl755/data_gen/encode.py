@@ -42,7 +42,7 @@ import numpy as np
 from absl import logging
 
 from rl755 import zoo
-from rl755.common import devices, run_record, shard_checks, sharded_io, tf_setup
+from rl755.common import determinism, devices, run_record, shard_checks, sharded_io, tf_setup
 from rl755.common.structs import Rollout, parse_rollout_tensors
 from rl755.data_gen.encode_shards import (
     outer_shard_files,
@@ -222,13 +222,19 @@ def encode_raw_rollouts(
     rollouts_pattern: str | None = None,
     num_threads: int | None = None,
     run_flags: dict | None = None,
+    deterministic: bool | None = None,
+    seed: int = 0,
 ) -> dict:
     """Encodes this instance's outer shard into `num_sub_shards` files; see module docstring.
+
+    Encoding draws no random numbers (posterior means) and reads its files in order;
+    `deterministic` and `seed` go to `rl755.common.determinism.configure` all the same.
 
     Returns {"out_dir", "written": [paths], "skipped": [paths], "rollouts", "frames", "seconds"}.
     """
     tf_setup.limit_threads(num_threads)
     devices.select_gpu(gpu_index)
+    determinism.configure(seed, deterministic)
     env = Environments.from_name(environment)
     compression = sharded_io.normalize_compression(compression)
     if batch_size <= 0:

@@ -14,6 +14,8 @@ summary = {
   "reward":      calibration.reward_metrics(...), or None without a reward head
   "dream_gap":   gap.summarize_gap(...), or None when not asked for
   "seconds":     wall time of this model's evaluation
+  "training":    (when the caller adds it) {"train_steps", "task", "cpu_seconds", ...}: the
+                 table shows it, to compare models at equal compute
 }
 Every model is scored on the same rollouts, the same open-loop windows (sampled from
 `settings.seed`) and, for the dream gap, the same seeds.
@@ -146,6 +148,8 @@ def baselines(data: Rollouts, settings: Settings) -> dict:
 def _fmt(value, digits: int = 4) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
+    if isinstance(value, str):
+        return value
     if isinstance(value, int):
         return f"{value:,d}"
     return f"{value:.{digits}g}"
@@ -165,6 +169,15 @@ def table_rows(reports: Sequence[Report], base: dict | None = None) -> list[list
         return v
 
     rows = [["params"] + [_fmt(m["params"]) for m in s] + [""]]
+    if any(m.get("training") for m in s):  # what each model was trained with (equal compute?)
+        for key, label in (("train_steps", "training steps"), ("task", "  task")):
+            rows.append([label] + [_fmt((m.get("training") or {}).get(key)) for m in s] + [""])
+        if any((m.get("training") or {}).get("cpu_seconds") for m in s):
+            rows.append(
+                ["  training CPU s"]
+                + [_fmt((m.get("training") or {}).get("cpu_seconds"), 3) for m in s]
+                + [""]
+            )
     rows.append(
         ["next-step z MSE"]
         + [_fmt(m["next_step"]["z_mse"]) for m in s]

@@ -230,6 +230,7 @@ def run_benchmark(
                     dream_max_steps,
                 )
             report = benchmark.evaluate_world_model(label, model, data, settings, decode_fn, gap_fn)
+            report.summary["training"] = _training_info(model_fns[label])
             if dream_gap_episodes > 0 and not model.has_reward_head:
                 report.summary["dream_gap_skipped"] = "no reward head: dream returns would be 0"
             reports.append(report)
@@ -263,6 +264,22 @@ def run_benchmark(
         sharded_io.write_json_atomic(os.path.join(out_dir, RESULT_FILE), result)
         sharded_io.write_text_atomic(os.path.join(out_dir, "table.txt"), table + "\n")
     return {**result, "table": table}
+
+
+def _training_info(model_fn) -> dict | None:
+    """What a --sequential_model_dir model was trained with (its newest checkpoint's marker):
+    {"model", "train_steps", "task"}, so the table shows whether models had equal compute."""
+    from rl755.controller import resolve
+    from rl755.models.common.train_sequential import read_model_info
+
+    if not isinstance(model_fn, resolve.SequentialModelFromDir):
+        return None
+    info = read_model_info(model_fn.model_dir)
+    return {
+        "model": info.get("model"),
+        "train_steps": info.get("step"),
+        "task": info.get("task", "autoregressive"),
+    }
 
 
 def _decoder(encoder):

@@ -35,6 +35,25 @@ Names (an unknown one raises LookupError listing these):
         small       4       128       4      64     ~0.8M
         base        6       256       8     128     ~4.8M
 
+    transformer.{tiny,small,base}_infilling_transformer[_with_heads]
+                                     the same causal transformer (one more input: the
+                                     "z hidden" flag, 0 when acting) with an infilling head
+                                     (one bidirectional block + Dense(Z), used in training
+                                     only): trains on --task=autoregressive, infill or mixed
+                                     (rl755/models/common/infilling.py)
+    transformer.{tiny,small,base}_retrieval_transformer[_with_heads]
+                                     the same causal transformer, then cross-attention to the
+                                     k nearest windows of the training rollouts (a faiss
+                                     index stage 4 builds in the model dir); the preset's
+                                     retrieval settings: retrieval.RETRIEVAL_PRESETS
+                                     (rl755/models/common/retrieval.py)
+    unet.infilling_unet              a U-Net that fills the masked pixels of frame t from the K
+                                     frames before it, the actions between them and a noise
+                                     vector (rl755/models/common/unet.py; widths
+                                     presets.unet_filters); trained with or without a patch
+                                     discriminator by scripts/models/train_infilling_unet.py.
+                                     Takes `context_frames=`, `noise_size=`, `use_actions=`.
+
 Sizes come from the environment's `ModelPresets` (Z, crop, image size, LSTM units, mixture
 count, transformer sizes, done weights); keyword arguments override them, e.g.
 `build(env, "mdn_rnn.mdn_rnn", units=64)` or any argument of
@@ -51,7 +70,9 @@ from rl755.environments import Environment, Environments
 
 ENCODER = "encoder"
 SEQUENTIAL = "sequential"
+INFILLING = "infilling"  # frame models: context frames + actions -> an infilled frame
 _TRANSFORMER_PRESETS = ("tiny", "small", "base")
+_TRANSFORMER_FAMILIES = ("deterministic", "infilling", "retrieval")
 #: ModelPresets fields that are ConvVae arguments of the same name.
 _VAE_PRESETS = (
     "representation_size",
@@ -76,6 +97,17 @@ def _vae(env: Environment, kwargs: dict):
     return vae
 
 
+def _unet(env: Environment, kwargs: dict):
+    from rl755.models.common.unet import InfillingUNet
+
+    args = dict(
+        frame_shape=env.observation_shape,
+        action_size=env.action_size,
+        filters=env.presets.unet_filters,
+    )
+    return InfillingUNet(**{**args, **kwargs})
+
+
 def _sequential(family: str, preset: str | None, heads: bool, end_weighted: bool = False):
     """A builder (env, kwargs) -> model for one sequential model name."""
 
@@ -86,10 +118,10 @@ def _sequential(family: str, preset: str | None, heads: bool, end_weighted: bool
         args: dict[str, Any] = dict(
             representation_size=p.representation_size, action_size=env.action_size
         )
-        if family == "transformer":
+        if family in _TRANSFORMER_FAMILIES:
             args.update(dataclasses.asdict(p.transformer_size(preset)))
-            args["name"] = f"{preset}_deterministic_transformer"
-            fn = sequential_models.deterministic_transformer
+            args["name"] = f"{preset}_{family}_transformer"
+            fn = _transformer_constructor(family, preset, args)
         elif family == "lstm":
             args["units"] = p.rnn_units
             fn = sequential_models.deterministic_lstm
@@ -107,6 +139,22 @@ def _sequential(family: str, preset: str | None, heads: bool, end_weighted: bool
     return build_model
 
 
+def _transformer_constructor(family: str, preset: str, args: dict):
+    """The constructor of one transformer family (deterministic, infilling, retrieval)."""
+    if family == "infilling":
+        from rl755.models.common.infilling import infilling_transformer
+
+        return infilling_transformer
+    if family == "retrieval":
+        from rl755.models.common import retrieval
+
+        args["retrieval"] = retrieval.RETRIEVAL_PRESETS[preset]
+        return retrieval.retrieval_transformer
+    from rl755.models.common.sequential_models import deterministic_transformer
+
+    return deterministic_transformer
+
+
 _BUILDERS: dict[str, tuple[str, Any]] = {
     "vae.Vae": (ENCODER, _vae),
     "mdn_rnn.mdn_rnn": (SEQUENTIAL, _sequential("mdn_rnn", None, heads=False)),
@@ -118,21 +166,24 @@ _BUILDERS: dict[str, tuple[str, Any]] = {
     "lstm.deterministic_lstm": (SEQUENTIAL, _sequential("lstm", None, heads=False)),
     "lstm.deterministic_lstm_with_heads": (SEQUENTIAL, _sequential("lstm", None, heads=True)),
 }
-for _preset in _TRANSFORMER_PRESETS:
-    for _suffix, _heads in (("", False), ("_with_heads", True)):
-        _BUILDERS[f"transformer.{_preset}_deterministic_transformer{_suffix}"] = (
-            SEQUENTIAL,
-            _sequential("transformer", _preset, heads=_heads),
-        )
+for _family in _TRANSFORMER_FAMILIES:
+    for _preset in _TRANSFORMER_PRESETS:
+        for _suffix, _heads in (("", False), ("_with_heads", True)):
+            _BUILDERS[f"transformer.{_preset}_{_family}_transformer{_suffix}"] = (
+                SEQUENTIAL,
+                _sequential(_family, _preset, heads=_heads),
+            )
+_BUILDERS["unet.infilling_unet"] = (INFILLING, _unet)
 
 
 def names(kind: str | None = None) -> list[str]:
-    """The model names, all or of one kind ("encoder" or "sequential")."""
+    """The model names, all or of one kind ("encoder", "sequential" or "infilling")."""
     return [n for n, (k, _) in _BUILDERS.items() if kind is None or k == kind]
 
 
 def kind_of(name: str) -> str:
-    """ "encoder" or "sequential"; an unknown name raises LookupError listing the valid ones."""
+    """ "encoder", "sequential" or "infilling"; an unknown name raises LookupError listing
+    the valid ones."""
     return _entry(name)[0]
 
 

@@ -12,7 +12,7 @@ encode_raw_rollouts_multi.py. Library: rl755.data_gen.encode.encode_raw_rollouts
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -21,7 +21,7 @@ flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACIN
 flags.DEFINE_string(
     "model",
     None,
-    "A function in rl755.models.<env folder>.saved_models (e.g. raw_rollout_vae_32ld); with "
+    "An encoder of the zoo (rl755.zoo, e.g. raw_rollout_vae_32ld); with "
     "--model_dir, the model class name instead (e.g. vae.Vae).",
 )
 flags.DEFINE_string("split", "train", "Which split of the raw rollouts to read (train/validation).")
@@ -40,6 +40,7 @@ flags.DEFINE_integer("batch_size", 500, "Frames per encoder call.")
 flags.DEFINE_string("compression", "none", "Output compression: none, GZIP or ZLIB.")
 flags.DEFINE_string("rollouts_pattern", None, "Glob with '{split}' overriding RawRollouts.")
 flags.DEFINE_integer("num_threads", None, "TF intra-op threads (default: TF decides).")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 flags.mark_flag_as_required("environment")
 flags.mark_flag_as_required("model")
 
@@ -69,6 +70,7 @@ def main(argv):
             rollouts_pattern=FLAGS.rollouts_pattern,
             num_threads=FLAGS.num_threads,
             run_flags=run_record.flags_dict(),
+            deterministic=FLAGS.deterministic,
         )
 
 

@@ -5,6 +5,10 @@
         --model_dir=$HOME/rl755_models/car_racing/mdn_rnn --train_steps=20000 \
         --batch_size=100 --sequence_length=32 --learning_rate=1e-3
 
+Infilling (README section 4): --model=transformer.small_infilling_transformer --task=mixed.
+Retrieval: --model=transformer.small_retrieval_transformer builds its index of the training
+rollouts in <model_dir>/retrieval_index first (resumable).
+
 Uses every visible GPU (MirroredStrategy); under `srun` with several tasks, every task
 joins one MultiWorkerMirroredStrategy (TF's SlurmClusterResolver). See README section 4.
 Library: rl755.models.common.train_sequential.train_sequential_model.
@@ -12,7 +16,7 @@ Library: rl755.models.common.train_sequential.train_sequential_model.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -23,12 +27,13 @@ flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACIN
 flags.DEFINE_string(
     "model",
     None,
-    "rl755.models.<env folder>.<model>, e.g. transformer.base_deterministic_transformer.",
+    "a sequential model of rl755.models.catalogue, e.g. transformer.base_deterministic_transformer.",
 )
 flags.DEFINE_string(
     "rollouts_dataset",
     None,
-    "rl755.data.<env folder>.encoded_rollouts.<name>, e.g. VaeEncodedRollouts.",
+    "An encoded dataset of rl755.data.registry: VaeEncodedRollouts or the CamelCase name of a "
+    "zoo encoder, e.g. RawRolloutVae32ld.",
 )
 flags.DEFINE_integer("batch_size", None, "Sequences per global batch (split across devices).")
 flags.DEFINE_integer("sequence_length", None, "Length of the training slices.")
@@ -39,6 +44,13 @@ flags.DEFINE_bool(
     "Sample z_t ~ N(mean, std) from the stored VAE posteriors instead of using the means.",
 )
 flags.DEFINE_bool("difference_targets", False, "Predict z_{t+1} - z_t instead of z_{t+1}.")
+flags.DEFINE_enum(
+    "slice_start",
+    "uniform",
+    ["uniform", "episode_start"],
+    "Where training slices start: uniformly over each rollout's steps, or at its first step "
+    "(whole episodes when --sequence_length covers them, as World Models' Doom MDN-RNN).",
+)
 flags.DEFINE_integer("save_every_n_steps", 1000, "Checkpoint (and validate) every this many steps.")
 flags.DEFINE_integer(
     "validation_steps", 10, "Validation batches at each checkpoint (0: no validation)."
@@ -52,6 +64,18 @@ flags.DEFINE_string(
     "Optional glob with '{split}' overriding where --rollouts_dataset reads its shards.",
 )
 flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size (default: TF's own).")
+flags.DEFINE_enum(
+    "task",
+    "autoregressive",
+    ["autoregressive", "infill", "mixed"],
+    "What a batch trains: next-step prediction; hidden spans of z predicted from both sides "
+    "(transformer.*_infilling_transformer); or either at random per batch. May change between "
+    "runs in one --model_dir (infilling pretraining, then autoregressive).",
+)
+flags.DEFINE_integer(
+    "seed", 0, "Seed of the initial weights, slice starts, sampled z (--sample_observations)."
+)
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 
 for _name in (
     "model_dir",
@@ -83,12 +107,16 @@ def main(argv):
             learning_rate=FLAGS.learning_rate,
             sample_observations=FLAGS.sample_observations,
             difference_targets=FLAGS.difference_targets,
+            slice_start=FLAGS.slice_start,
             save_every_n_steps=FLAGS.save_every_n_steps,
             validation_steps=FLAGS.validation_steps,
             check_numerics=FLAGS.check_numerics,
             rollouts_pattern=FLAGS.rollouts_pattern,
             num_threads=FLAGS.num_threads,
             run_flags=run_record.flags_dict(),
+            seed=FLAGS.seed,
+            deterministic=FLAGS.deterministic,
+            task=FLAGS.task,
         )
 
 

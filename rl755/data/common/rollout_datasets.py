@@ -29,6 +29,8 @@ Element structures:
      "mask": float32 [L]            1.0 where step t exists (0.0 = padding)
      "target_mask": float32 [L]}    1.0 where z_{t+1} exists (the last step of a rollout has
                                     reward and done targets but no next observation)
+    with rollout_ids=True also "rollout_id": int64 [], `rollout_fingerprint` of the slice's
+    rollout (retrieval models leave their own rollout out of what they retrieve)
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ from rl755.common.structs import decode_frames, parse_rollout_tensors
 from rl755.environments import Environments
 
 SPLITS = ("train", "validation")
+
+
+SLICE_STARTS = ("uniform", "episode_start")  # where get_autoregressive_slices starts a slice
+
+
+def rollout_fingerprint(observations: tf.Tensor) -> tf.Tensor:
+    """int64 []: a fingerprint of a rollout's observations [T, ...] (farmhash of their bytes;
+    0 is never used by a real rollout in practice and means "no rollout")."""
+    fp = tf.fingerprint(tf.reshape(observations, [1, -1]))  # uint8 [1, 8]
+    return tf.bitcast(fp[0], tf.int64)
 
 
 class RolloutDatasetBuilder(abc.ABC):
@@ -285,11 +297,16 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         difference_targets: bool = False,
         repeat: bool = True,
         shuffle_files: bool = True,
+        slice_start: str = "uniform",
+        rollout_ids: bool = False,
     ) -> tf.data.Dataset:
         """Teacher-forcing slices for sequential models; see the module docstring.
 
-        One slice of up to `sequence_length` steps per rollout, its start uniform over all
-        of the rollout's steps, and padded (mask 0) where it runs past the end. So every step
+        One slice of up to `sequence_length` steps per rollout, padded (mask 0) where it runs
+        past the end. `slice_start="episode_start"` starts every slice at the rollout's first
+        step (the model learns from the state dreams start in, over the whole episode when L is
+        at least its length: World Models' Doom MDN-RNN trained on whole episodes); the default
+        "uniform" starts it uniformly over all of the rollout's steps. So every step
         from the L-th on is equally likely to be trained on, the last one included (the only
         step with an episode-end target; starting only where a whole slice fits would show it
         L times less often than the others). With `sample_observations`, each
@@ -299,6 +316,11 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         representation space).
         """
         _check_positive(sequence_length=sequence_length)
+        if slice_start not in SLICE_STARTS:
+            raise ValueError(
+                f"Unknown slice_start {slice_start!r}; valid: {', '.join(SLICE_STARTS)}."
+            )
+        from_start = slice_start == "episode_start"
         L = sequence_length
         has_std = self._has_std_devs()
         z_size = self.representation_size()
@@ -306,7 +328,7 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         def make_slice(r):
             z_all, a_all = r["observations"], r["actions"]
             n = tf.shape(a_all)[0]
-            start = tf.random.uniform([], 0, n, dtype=tf.int32)
+            start = tf.constant(0) if from_start else tf.random.uniform([], 0, n, dtype=tf.int32)
             z = z_all[start : start + L + 1]
             if sample_observations and has_std:
                 std = r["observation_std_devs"][start : start + L + 1]
@@ -335,7 +357,10 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
             shapes = {
                 "inputs": [L, z_size + self.action_size],
                 "targets": [L, z_size],
+                "rollout_id": [],
             }
+            if rollout_ids:
+                out["rollout_id"] = rollout_fingerprint(z_all)
             return {k: tf.ensure_shape(v, shapes.get(k, [L])) for k, v in out.items()}
 
         ds = self.rollouts_ds(split, repeat, shuffle_files)

@@ -33,6 +33,13 @@ Targets: a model trained with `--difference_targets` predicts z_{t+1} - z_t; its
 return the next representation itself (it always returns z_{t+1}, never the difference).
 "reward" and "done_prob" are zeros when the model has no such head (`has_reward_head`,
 `has_done_head` tell).
+
+Beyond the weights: a model may keep data of its own in its model directory (a retrieval
+model's nearest-neighbour index, rl755/models/common/retrieval.py). Stage 4 calls
+`build_extras(model_dir, builder)` before training and every loader calls
+`load_extras(model_dir)` after building the model; both do nothing by default.
+`training_tasks` lists the stage-4 `--task` values the model trains on
+(rl755/models/common/sequential_tasks.py).
 """
 
 from __future__ import annotations
@@ -49,6 +56,10 @@ class SequentialModel(keras.Model, abc.ABC):
 
     #: True when the model predicts z_{t+1} - z_t (set by the trainer / saved_models).
     difference_targets: bool = False
+    #: The `--task` values it trains on (rl755.models.common.sequential_tasks).
+    training_tasks: tuple[str, ...] = ("autoregressive",)
+    #: True when its training slices must carry "rollout_id" (`get_autoregressive_slices`).
+    needs_rollout_ids: bool = False
 
     @property
     @abc.abstractmethod
@@ -64,6 +75,16 @@ class SequentialModel(keras.Model, abc.ABC):
     @abc.abstractmethod
     def hidden_size(self) -> int:
         """H, the size returned by get_hidden_representation and step."""
+
+    @property
+    def cell_size(self) -> int:
+        """C, the size of `cell_state(state)`: an LSTM's memory cell (0: the model has none)."""
+        return 0
+
+    def cell_state(self, state: Any) -> tf.Tensor:
+        """The memory cell of a step state: [B, C] (World Models' Doom controller reads z, h
+        and the LSTM's c). Models without one raise ValueError."""
+        raise ValueError(f"{type(self).__name__} has no cell state (cell_size is 0).")
 
     @property
     def has_reward_head(self) -> bool:
@@ -94,6 +115,17 @@ class SequentialModel(keras.Model, abc.ABC):
     @abc.abstractmethod
     def step(self, z: tf.Tensor, a: tf.Tensor, state: Any) -> tuple[tf.Tensor, Any]:
         """One incremental step: (z [B, Z], a [B, A], state) -> (hidden [B, H], new state)."""
+
+    def build_extras(self, model_dir: str, builder) -> None:
+        """Writes what the model keeps beside its weights into `model_dir`, from the training
+        rollouts of `builder` (an EncodedRolloutDatasetBuilder). Stage 4 runs it before
+        training; rerun, it resumes or finds the work done. Nothing by default."""
+        del model_dir, builder
+
+    def load_extras(self, model_dir: str) -> None:
+        """Loads what `build_extras` wrote (called by every loader of a trained model and by
+        the trainer before its first step). Nothing by default."""
+        del model_dir
 
     def predict_from_hidden(self, hidden: tf.Tensor) -> dict:
         """hidden [..., H] -> the prediction dict of the module docstring (without "hidden")."""

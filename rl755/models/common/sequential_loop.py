@@ -8,7 +8,14 @@
 
 `dataset_fn(split)` returns unbatched slice dicts as from
 `EncodedRolloutDatasetBuilder.get_autoregressive_slices` ("inputs" [L, Z + A], "targets"
-[L, Z], "rewards", "dones", "mask", "target_mask" [L]), repeating.
+[L, Z], "rewards", "dones", "mask", "target_mask" [L], and "rollout_id" [] for models that
+need it), repeating.
+
+`task` (rl755.models.common.sequential_tasks: "autoregressive", "infill", "mixed") says what a
+batch trains; each batch's loss is `model.task_loss_sums(batch, task, step)`, its masks seeded
+by the optimizer's step counter, so resuming draws the same ones. The task may change between
+runs in one model_dir (e.g. infilling pretraining, then autoregressive training). Before the
+first step the model loads what stage 4 built beside its weights (`model.load_extras`).
 
 Devices (`rl755.common.devices.make_strategy`): every visible GPU, or every `srun` task.
 `batch_size` is the global batch, split across replicas; the loss is the masked mean over
@@ -19,7 +26,8 @@ loss and gradients as one.
     model-001.json, model-001.weights.h5, model-001.optimizer.npz
                          a checkpoint (rl755.common.checkpoints) every save_every_n_steps:
                          weights, optimizer state; the marker holds the step, what was trained
-                         (environment, model, dataset, Z, A, difference_targets) and the losses
+                         (environment, model, dataset, Z, A, difference_targets, task) and the
+                         losses
     tensorboard/{train,validation}/    losses/{total,<term>}, perf/{steps,sequences}_per_second,
                          the run's flags (rl755.common.tensorboard)
 Only the chief worker writes.
@@ -39,6 +47,7 @@ from absl import logging
 from rl755.common import checkpoints, devices
 from rl755.common.errors import NonFiniteLossError
 from rl755.common.tensorboard import TrainingLogs
+from rl755.models.common import sequential_tasks
 from rl755.models.common.sequential import SequentialModel
 
 # What a resumed run must share with the run that made the checkpoints (the dataset, sequence
@@ -61,6 +70,8 @@ def autoregressive_dataset_fn(
     sample_observations: bool = False,
     difference_targets: bool = False,
     shuffle_buffer: int = 256,
+    slice_start: str = "uniform",
+    rollout_ids: bool = False,
 ) -> Callable[[str], tf.data.Dataset]:
     """`split -> get_autoregressive_slices(...)` with a shuffle buffer over slices."""
 
@@ -71,6 +82,8 @@ def autoregressive_dataset_fn(
             sample_observations=sample_observations,
             difference_targets=difference_targets,
             repeat=True,
+            slice_start=slice_start,
+            rollout_ids=rollout_ids,
         )
         return ds.shuffle(shuffle_buffer) if shuffle_buffer > 1 else ds
 
@@ -142,6 +155,7 @@ def fit_sequential_model(
     strategy: tf.distribute.Strategy | None = None,
     model_info: dict | None = None,
     hparams: dict | None = None,
+    task: str | sequential_tasks.TrainingTask = sequential_tasks.AUTOREGRESSIVE,
 ) -> dict:
     """Trains until `train_steps` steps in total (resuming from model_dir's newest checkpoint).
 
@@ -158,6 +172,8 @@ def fit_sequential_model(
             raise ValueError(f"{name} must be a positive integer, got {value}.")
     if not learning_rate > 0:
         raise ValueError(f"learning_rate must be > 0, got {learning_rate}.")
+    if isinstance(task, str):
+        task = sequential_tasks.resolve_task(task, seed=seed)
     if check_numerics:
         tf.debugging.enable_check_numerics()
     strategy = strategy or devices.make_strategy()
@@ -176,6 +192,8 @@ def fit_sequential_model(
         if not isinstance(model, SequentialModel):
             raise TypeError(f"model_fn returned {type(model).__name__}, not a SequentialModel.")
         model.difference_targets = bool(difference_targets)
+        sequential_tasks.check_model_trains_on(model, task)
+        model.load_extras(model_dir)
         model.ensure_built()
         optimizer = keras.optimizers.Adam(learning_rate)
         optimizer.build(model.trainable_variables)
@@ -186,6 +204,7 @@ def fit_sequential_model(
         representation_size=model.representation_size,
         action_size=model.action_size,
         difference_targets=bool(difference_targets),
+        task=task.name,
     )
     last = checkpoints.newest_complete_checkpoint(model_dir)
     checkpoints.check_same_run(last, info, IDENTITY_KEYS, model_dir)
@@ -228,8 +247,7 @@ def fit_sequential_model(
         val_iter = iter(strategy.experimental_distribute_dataset(val_ds.with_options(options)))
 
     def replica_losses(batch, training):
-        preds = model(batch["inputs"], mask=batch["mask"], training=training)
-        sums, counts = model.loss_sums(batch, preds)
+        sums, counts = model.task_loss_sums(batch, task, optimizer.iterations, training=training)
         counts = tf.distribute.get_replica_context().all_reduce("sum", counts)
         terms = {k: sums[k] / tf.maximum(counts[k], 1.0) for k in sums}
         return model.combine_loss_terms(terms), terms
@@ -238,6 +256,11 @@ def fit_sequential_model(
         with tf.GradientTape() as tape:
             loss, terms = replica_losses(batch, True)
         grads = tape.gradient(loss, model.trainable_variables)
+        # A head the task does not use (an infilling head in autoregressive training) has no
+        # gradient: it gets a zero one (a head never trained stays as it is).
+        grads = [
+            tf.zeros_like(v) if g is None else g for g, v in zip(grads, model.trainable_variables)
+        ]
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss, terms
 

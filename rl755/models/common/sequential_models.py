@@ -80,6 +80,15 @@ class HeadedSequentialModel(SequentialModel):
         return self.backbone.hidden_size
 
     @property
+    def cell_size(self) -> int:
+        return int(getattr(self.backbone, "cell_size", 0))
+
+    def cell_state(self, state):
+        if not self.cell_size:
+            raise ValueError(f"{self.name} has no cell state (its backbone is not an LSTM).")
+        return self.backbone.cell_state(state)
+
+    @property
     def has_reward_head(self) -> bool:
         return self.reward_head is not None
 
@@ -158,6 +167,15 @@ class HeadedSequentialModel(SequentialModel):
             )
             sums["done"], counts["done"] = masked_sum(xent, mask), tf.reduce_sum(mask)
         return sums, counts
+
+    def task_loss_sums(self, batch: dict, task, step, training=None) -> tuple[dict, dict]:
+        """`loss_sums` of one training (or validation) batch for `task`
+        (rl755.models.common.sequential_tasks) at training step `step` (a scalar tensor; the
+        seed of a task's masks). Here: the autoregressive loss; models that train on other
+        tasks override it."""
+        del task, step
+        predictions = self(batch["inputs"], mask=batch["mask"], training=training)
+        return self.loss_sums(batch, predictions)
 
     def combine_loss_terms(self, terms: dict) -> tf.Tensor:
         """Weighted sum of per-term means."""

@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from rl755.common import checkpoints, run_record, shard_checks, sharded_io, tf_setup
+from rl755.common import checkpoints, determinism, run_record, shard_checks, sharded_io, tf_setup
 from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
 from rl755.common.structs import Rollout
 from rl755.common.tensorboard import TrainingLogs
@@ -169,6 +169,8 @@ def train_obs_encoder(
     num_threads: int | None = None,
     run_flags: dict | None = None,
     verbose: int | None = None,
+    seed: int = 0,
+    deterministic: bool | None = None,
 ) -> TrainResult:
     """Trains (or resumes training) an encoder; see the module docstring.
 
@@ -180,6 +182,8 @@ def train_obs_encoder(
       validation_steps: batches of the validation split per save; 0 = no validation.
       rollouts_pattern: glob with "{split}" overriding RawRollouts' location.
       num_threads: TF thread pools (None: TF default).
+      seed, deterministic: `rl755.common.determinism.configure` (weights' initial values,
+        frame sampling and shuffling, the VAE's posterior samples); None: on without a GPU.
       run_flags: flags for the run record and TensorBoard (default: the arguments).
     """
     for name, value in dict(
@@ -196,6 +200,7 @@ def train_obs_encoder(
     if validation_steps < 0:
         raise ValueError(f"--validation_steps must be >= 0, got {validation_steps}.")
     tf_setup.limit_threads(num_threads)
+    determinism.configure(seed, deterministic)  # before any layer draws its initializer seed
     env = Environments.from_name(environment)
     model_dir = os.path.abspath(os.path.expanduser(str(model_dir)))
 

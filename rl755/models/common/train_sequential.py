@@ -6,8 +6,10 @@ and load the trained model back.
                            batch_size=100, sequence_length=32, learning_rate=1e-3)
     model = load_trained_model("runs/mdn")          # newest checkpoint, weights loaded
 
-The names resolve strictly (`resolve_model_fn`, `resolve_rollouts_dataset`); the data's Z
-and A are checked against the model's before any training. The loop, the devices, the
+The names resolve strictly (`resolve_model_fn`, `resolve_rollouts_dataset`, the `task`); the
+data's Z and A are checked against the model's before any training. A model with data of its
+own beside the weights (a retrieval model's index) builds it here, before training
+(`SequentialModel.build_extras`, resumable), and loads it back in `load_trained_model`. The loop, the devices, the
 checkpoints and the TensorBoard layout are in `rl755.models.common.sequential_loop`.
 """
 
@@ -19,7 +21,7 @@ from collections.abc import Callable
 
 from absl import logging
 
-from rl755.common import checkpoints, devices, run_record, tf_setup
+from rl755.common import checkpoints, determinism, devices, run_record, tf_setup
 from rl755.environments import Environments
 from rl755.models.common import sequential_loop
 from rl755.models.common.sequential import SequentialModel
@@ -54,12 +56,16 @@ def train_sequential_model(
     learning_rate: float,
     sample_observations: bool = False,
     difference_targets: bool = False,
+    slice_start: str = "uniform",
     save_every_n_steps: int = 1000,
     validation_steps: int = 10,
     check_numerics: bool = False,
     rollouts_pattern: str | None = None,
     num_threads: int | None = None,
     run_flags: dict | None = None,
+    task: str = "autoregressive",
+    seed: int = 0,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -68,19 +74,25 @@ def train_sequential_model(
     `model` names a no-argument function or class giving a SequentialModel
     (`resolve_model_fn`), `rollouts_dataset` an EncodedRolloutDatasetBuilder
     (`resolve_rollouts_dataset`), constructed with `tfrecords_pattern=rollouts_pattern` when
-    given (a glob with "{split}"). `run_flags` go into the run record and TensorBoard
-    (default: the arguments). Returns `fit_sequential_model`'s result."""
+    given (a glob with "{split}"). `task`: "autoregressive", "infill" or "mixed"
+    (rl755.models.common.sequential_tasks). `run_flags` go into the run record and TensorBoard
+    (default: the arguments). `seed` and `deterministic`: `rl755.common.determinism.configure`
+    (initial weights, slice starts, z samples of `sample_observations`, shuffling). Returns
+    `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
+    from rl755.models.common import sequential_tasks
 
     tf_setup.limit_threads(num_threads)
     # First: a multi-worker strategy must be created before TensorFlow initializes.
     strategy = devices.make_strategy()
+    determinism.configure(seed, deterministic)  # before any layer draws its initializer seed
     env = Environments.from_name(environment)
     model_fn = resolve_model_fn(env, model)
     dataset_cls = resolve_rollouts_dataset(env, rollouts_dataset)
     for name, value in dict(sequence_length=sequence_length, train_steps=train_steps).items():
         if int(value) <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value}.")
+    training_task = sequential_tasks.resolve_task(task)
     builder = dataset_cls(tfrecords_pattern=rollouts_pattern) if rollouts_pattern else dataset_cls()
     if not isinstance(builder, EncodedRolloutDatasetBuilder):
         raise TypeError(f"{rollouts_dataset} is not an EncodedRolloutDatasetBuilder.")
@@ -99,7 +111,8 @@ def train_sequential_model(
         builder.action_size,
         f"Dataset {rollouts_dataset} ({builder.tfrecords_pattern()})",
     )
-    del probe
+    sequential_tasks.check_model_trains_on(probe, training_task)
+    rollout_ids = bool(probe.needs_rollout_ids)
     logging.info("Training on %d replica(s).", strategy.num_replicas_in_sync)
     info = dict(
         environment=env.name,
@@ -107,6 +120,7 @@ def train_sequential_model(
         rollouts_dataset=rollouts_dataset,
         sequence_length=int(sequence_length),
         sample_observations=bool(sample_observations),
+        slice_start=slice_start,
     )
     if run_flags is None:
         run_flags = dict(
@@ -119,6 +133,7 @@ def train_sequential_model(
             save_every_n_steps=save_every_n_steps,
             validation_steps=validation_steps,
             rollouts_pattern=rollouts_pattern,
+            task=task,
         )
     single_process = int(os.environ.get("SLURM_STEP_NUM_TASKS", "1")) <= 1
     with (
@@ -131,10 +146,20 @@ def train_sequential_model(
         ),
         builder.naming_bad_shards(*splits),
     ):
+        if devices.is_chief(strategy):
+            probe.build_extras(model_dir, builder)
+        else:  # other workers wait for the chief's (one writer per file)
+            _wait_for_extras(probe, model_dir)
+        del probe
         return sequential_loop.fit_sequential_model(
             model_fn=model_fn,
             dataset_fn=sequential_loop.autoregressive_dataset_fn(
-                builder, sequence_length, sample_observations, difference_targets
+                builder,
+                sequence_length,
+                sample_observations,
+                difference_targets,
+                slice_start=slice_start,
+                rollout_ids=rollout_ids,
             ),
             model_dir=model_dir,
             train_steps=train_steps,
@@ -147,7 +172,26 @@ def train_sequential_model(
             strategy=strategy,
             model_info=info,
             hparams=run_flags,
+            task=training_task,
+            seed=seed,
         )
+
+
+def _wait_for_extras(model: SequentialModel, model_dir: str, poll_seconds: float = 10.0) -> None:
+    import time
+
+    waited = 0.0
+    while True:
+        try:
+            model.load_extras(model_dir)
+            return
+        except FileNotFoundError:
+            if waited % 600 < poll_seconds:
+                logging.info(
+                    "Waiting for the chief to build %s's extras (%.0f s).", model_dir, waited
+                )
+            time.sleep(poll_seconds)
+            waited += poll_seconds
 
 
 # ---- loading -----------------------------------------------------------------------------------
@@ -197,12 +241,14 @@ def load_trained_model(
 ) -> SequentialModel:
     """The model trained in `model_dir` with its weights loaded (newest checkpoint, or the
     one after `step` steps). `model_fn` defaults to the model named in the checkpoint's
-    marker; `difference_targets` is restored from there too."""
+    marker; `difference_targets` is restored from there too, and what the model keeps beside
+    its weights is loaded (`load_extras`: a retrieval model's index)."""
     ckpt = _checkpoint(model_dir, step)
     if model_fn is None:
         model_fn = resolve_model_fn(ckpt.info["environment"], ckpt.info["model"])
     model = model_fn()
     model.difference_targets = bool(ckpt.info.get("difference_targets", False))
+    model.load_extras(model_dir)
     model.ensure_built()
     model.load_weights(ckpt.weights_path)
     return model
