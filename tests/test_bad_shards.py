@@ -131,12 +131,13 @@ def test_a_damaged_record_met_during_training_is_named_and_leaves_only_the_recor
     raw = tmp_path / "raw"
     path = _shard(raw, "")
     _damage_a_record(path)
+    write_raw_rollouts(raw, "validation", num_files=1, per_file=2)  # whole: the sample frames
     model_dir = tmp_path / "vae"
-    with pytest.raises(BadInput, match=f"(?s)damaged.*{FINDER}"):
+    with pytest.raises(BadInput, match=f"(?s){re.escape(path)}: DataLossError.*{FINDER}"):
         train_obs_encoder(
             model_dir=str(model_dir), train_steps=4, environment="FAKE_PIXELS", model="vae.Vae",
             batch_size=4, representation_size=4, save_every_n_steps=4,
-            obs_sampled_per_rollout=4, learning_rate=1e-3, validation_steps=0,
+            obs_sampled_per_rollout=4, learning_rate=1e-3, validation_steps=1,
             rollouts_pattern=pattern(raw), verbose=0,
         )  # fmt: skip
     left = [
@@ -177,7 +178,7 @@ def test_a_damaged_record_met_while_encoding_is_named_and_leaves_only_the_record
     path = _shard(raw, "")
     _damage_a_record(path)
     out = tmp_path / "encoded"
-    with pytest.raises(BadInput, match=f"(?s)A record of {re.escape(path)} is damaged.*{FINDER}"):
+    with pytest.raises(BadInput, match=f"(?s){re.escape(path)}: DataLossError.*{FINDER}"):
         encode.encode_raw_rollouts(
             "FAKE_PIXELS", "raw_rollout_vae_4ld", "train", str(out), "encoded", 1,
             rollouts_pattern=pattern(raw),
@@ -205,7 +206,10 @@ def test_train_sequential_model_names_a_truncated_shard(tmp_path):
     assert not (tmp_path / "m").exists()
 
 
-def test_a_damaged_record_met_while_training_a_sequential_model_leaves_only_the_record(tmp_path):
+def test_a_damaged_record_met_while_training_a_sequential_model_leaves_only_the_record(
+    tmp_path, monkeypatch
+):
+    """Above FULL_READ_MAX_BYTES the error names the shard pattern and the finder instead."""
     from sequential_helpers import write_encoded_dataset
 
     from rl755.models.common import train_sequential as ts
@@ -216,7 +220,8 @@ def test_a_damaged_record_met_while_training_a_sequential_model_leaves_only_the_
     sharded_io.write_tfrecord(path, records, "")  # uncompressed, so a flipped byte stays local
     _damage_a_record(path)
     model_dir = tmp_path / "m"
-    with pytest.raises(BadInput, match=f"(?s)A record of .*damaged.*{FINDER}"):
+    monkeypatch.setattr(shard_checks, "FULL_READ_MAX_BYTES", 0)
+    with pytest.raises(BadInput, match=f"(?s)A record of {re.escape(path)} is damaged.*{FINDER}"):
         ts.train_sequential_model(
             model_dir=str(model_dir), train_steps=40, environment="FAKE_PIXELS",
             model="lstm.deterministic_lstm", rollouts_dataset="VaeEncodedRollouts",

@@ -35,6 +35,7 @@ from rl755.common.errors import BadInput
 log = logging.getLogger(__name__)
 
 FINDER = "scripts/data_gen/find_corrupted_tfrecords.py"
+FULL_READ_MAX_BYTES = 2e9  # after a DataLossError, read whole shards with TF to name the file
 _CHUNK = 1 << 20
 _MAX_OUT = 1 << 24
 _cache: dict[tuple[str, int, int], str | None] = {}
@@ -146,6 +147,23 @@ def check_shard(path: str) -> str | None:
     return _cache[key]
 
 
+def read_every_record(path: str) -> tuple[int, str | None]:
+    """(records read, None) if TensorFlow reads `path` to the end, checking every record's
+    CRC32C, else (records read, why not). Reads the whole file."""
+    import tensorflow as tf
+
+    n = 0
+    try:
+        compression = sharded_io.detect_compression(path)
+        ds = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
+        for batch in ds.batch(64):
+            n += int(batch.shape[0])
+    except Exception as e:  # noqa: BLE001 - every read failure means "corrupted"
+        msg = getattr(e, "message", None) or str(e)
+        return n, f"{type(e).__name__} after {n} records: {msg.strip().splitlines()[0]}"
+    return n, None
+
+
 def find_bad_shards(files: Sequence[str], threads: int | None = None) -> list[tuple[str, str]]:
     """[(path, reason)] of the files that are not whole, in file order (parallel threads)."""
     files = list(files)
@@ -162,6 +180,13 @@ def find_bad_shards(files: Sequence[str], threads: int | None = None) -> list[tu
     if secs > 5:
         log.info("Checked %d shard files in %.0f s.", len(files), secs)
     return [(f, r) for f, r in zip(files, reasons) if r is not None]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def finder_command(pattern: str) -> str:
@@ -191,8 +216,9 @@ def check_shards(files: Sequence[str], pattern: str) -> None:
 @contextlib.contextmanager
 def naming_bad_shards(files: Sequence[str], pattern: str) -> Iterator[None]:
     """Turns TensorFlow's DataLossError (which names no file) raised in the body into a
-    BadInput naming the broken files of `files`, or, when they all look whole (a damaged
-    record inside a file), the pattern and the finder to run."""
+    BadInput naming the broken files of `files`: found by `find_bad_shards`, or when they all
+    look whole (a record's checksum failed) by reading them with TensorFlow if they hold at
+    most FULL_READ_MAX_BYTES; else it names the pattern and the finder to run."""
     import tensorflow as tf
 
     try:
@@ -200,6 +226,10 @@ def naming_bad_shards(files: Sequence[str], pattern: str) -> Iterator[None]:
     except tf.errors.DataLossError as e:
         tf_says = (getattr(e, "message", None) or str(e)).strip().splitlines()[0]
         bad = find_bad_shards(files)
+        if not bad and sum(_size(f) for f in files) <= FULL_READ_MAX_BYTES:
+            # Whole in structure: a record's own checksum failed. Small enough to find it.
+            reasons = [(f, read_every_record(f)[1]) for f in files]
+            bad = [(f, r) for f, r in reasons if r is not None]
         if bad:
             raise BadInput(f"{corrupted_message(bad, pattern)}\n(TensorFlow: {tf_says})") from e
         where = files[0] if len(files) == 1 else f"one of the {len(files)} shard files of {pattern}"

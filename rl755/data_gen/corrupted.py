@@ -16,24 +16,13 @@ import os
 import shutil
 from collections.abc import Sequence
 
-from rl755.common import sharded_io
+from rl755.common import shard_checks, sharded_io
 from rl755.common.errors import BadInput
 
 
 def check_tfrecord_file(path: str) -> tuple[int, str | None]:
     """(number of records read, None) if the file reads to the end, else (n, reason)."""
-    import tensorflow as tf
-
-    n = 0
-    try:
-        compression = sharded_io.detect_compression(path)
-        ds = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
-        for batch in ds.batch(64):
-            n += int(batch.shape[0])
-    except Exception as e:  # noqa: BLE001 - every read failure means "corrupted"
-        msg = getattr(e, "message", None) or str(e)
-        return n, f"{type(e).__name__} after {n} records: {msg.strip().splitlines()[0]}"
-    return n, None
+    return shard_checks.read_every_record(path)
 
 
 def find_corrupted_tfrecords(
