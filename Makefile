@@ -1,18 +1,26 @@
 # The two set-up commands (see README):
-#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU)
+#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU);
+#               make demo SEED=2 runs it with another seed (into runs/demo-seed2)
 #   make test   runs the test suite
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
+#   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI: ~30 min)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+SEED ?= 0
+ifeq ($(SEED),0)
 DEMO_DIR ?= runs/demo
+else
+DEMO_DIR ?= runs/demo-seed$(SEED)
+endif
 PRESET ?= demo
 PYTEST_ARGS ?=
+MUTATE_ARGS ?=
 NOTEBOOK_ARGS ?=
 
-.PHONY: demo test lint notebook venv clean-venv
+.PHONY: demo test lint mutate notebook venv clean-venv
 
 venv: $(STAMP)
 
@@ -24,10 +32,16 @@ $(STAMP): requirements.txt setup.py
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) scripts/pipeline.py --preset=$(PRESET) --out_dir=$(DEMO_DIR)
+	$(PY) scripts/pipeline.py --preset=$(PRESET) --out_dir=$(DEMO_DIR) --seed=$(SEED)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Mutation testing: breaks one behaviour at a time (scripts/dev/mutations.py) in a scratch
+# copy and runs only the tests that should notice; prints killed/survived and the score.
+# e.g. make mutate MUTATE_ARGS=--only=saved_controller_worst_eval
+mutate: $(STAMP)
+	$(PY) scripts/dev/mutate.py $(MUTATE_ARGS)
 
 # e.g. make notebook NOTEBOOK_ARGS="--no-browser --ip=0.0.0.0" on a remote machine; as root
 # (containers) Jupyter needs --allow-root, passed then

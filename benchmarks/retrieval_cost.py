@@ -80,8 +80,12 @@ def main(argv):
     env = Environments.from_name(FLAGS.environment)
     plain_name = f"transformer.{FLAGS.preset}_deterministic_transformer"
     retrieval_name = f"transformer.{FLAGS.preset}_retrieval_transformer"
-    print(f"{env.name}, {FLAGS.preset}: ms per step (CPU), batch 1, medians of {FLAGS.rounds} rounds")
-    print(f"{'windows':>8} {'context':>8} {'index':>16} {'plain':>8} {'retrieval':>10} {'ratio':>6}")
+    print(
+        f"{env.name}, {FLAGS.preset}: ms per step (CPU), batch 1, medians of {FLAGS.rounds} rounds"
+    )
+    print(
+        f"{'windows':>8} {'context':>8} {'index':>16} {'plain':>8} {'retrieval':>10} {'ratio':>6}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in FLAGS.index_windows):
             settings = dataclasses.replace(RETRIEVAL_PRESETS[FLAGS.preset], max_windows=size)

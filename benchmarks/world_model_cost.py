@@ -31,7 +31,7 @@ flags.DEFINE_list(
         "mdn_rnn.mdn_rnn",
         "mdn_rnn.mdn_rnn_with_heads",
     ],
-    "Model constructors under rl755.models.<env folder>.",
+    "Sequential models of rl755.models.catalogue.",
 )
 flags.DEFINE_integer("batch_size", 32, "Training sequences per step.")
 flags.DEFINE_integer("sequence_length", 32, "Training sequence length.")

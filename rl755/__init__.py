@@ -6,3 +6,7 @@ Stages (World Models): collect rollouts (`rl755.data_gen`), train an observation
 """
 
 __version__ = "0.1.0"
+
+from rl755.common import tf_setup as _tf_setup  # noqa: E402
+
+_tf_setup.quiet()  # TensorFlow's start-up chatter, here and in every Ray worker (tf_setup)

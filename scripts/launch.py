@@ -18,15 +18,28 @@
 
 Everything after `--` is the stage script and its flags, in --name=value form. Prints the
 job id, the sbatch script, where the logs (`<logs_dir>/logs-%j.out/.err`) and outputs go.
+Before submitting it checks that the cluster can ever run the request (partition limits,
+`sbatch --test-only`) and refuses with what the cluster offers if not. Partition, qos and
+account default to the "slurm" object of the rl755 config file (rl755/slurm/site.py).
 """
+
+import sys
 
 from absl import app, flags
 
-from rl755.slurm import launcher
+from rl755.common.errors import BadInput
+from rl755.slurm import launcher, site
 from rl755.slurm.sbatch import Resources
 
 flags.DEFINE_bool("local", False, "Run here (blocking) instead of submitting to SLURM.")
-flags.DEFINE_string("partition", None, "SLURM partition; default: the cluster's default.")
+flags.DEFINE_string(
+    "partition", None, "SLURM partition; default: the config file's, else the cluster's default."
+)
+flags.DEFINE_string(
+    "gpu_partition",
+    None,
+    "Partition when --gpus > 0 (default: the config file's, else --partition).",
+)
 flags.DEFINE_integer("gpus", 0, "GPUs per job / array task (--gres=gpu:N).")
 flags.DEFINE_integer("cpus", 1, "CPUs per job / array task.")
 flags.DEFINE_string("mem", "4G", "Memory per job / array task, e.g. 16G.")
@@ -60,20 +73,32 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) < 2:
         raise app.UsageError("Give the stage script and its flags after --.")
+    try:
+        return _launch(argv)
+    except BadInput as e:
+        print(f"scripts/launch.py: {e}", file=sys.stderr)
+        return 2
+
+
+def _launch(argv):
+    resources = Resources(
+        gpus=FLAGS.gpus,
+        cpus=FLAGS.cpus,
+        mem=FLAGS.mem,
+        time=FLAGS.time,
+        nodes=FLAGS.nodes,
+        qos=FLAGS.qos,
+        account=FLAGS.account,
+        extra=tuple(FLAGS.sbatch_arg),
+    )
+    if not FLAGS.local:
+        resources = site.place(
+            resources, partition=FLAGS.partition, gpu_partition=FLAGS.gpu_partition
+        )
     result = launcher.launch(
         argv[1],
         launcher.parse_flag_args(argv[2:]),
-        resources=Resources(
-            partition=FLAGS.partition,
-            gpus=FLAGS.gpus,
-            cpus=FLAGS.cpus,
-            mem=FLAGS.mem,
-            time=FLAGS.time,
-            nodes=FLAGS.nodes,
-            qos=FLAGS.qos,
-            account=FLAGS.account,
-            extra=tuple(FLAGS.sbatch_arg),
-        ),
+        resources=resources,
         array=launcher.ArraySpec(
             num_tasks=FLAGS.array,
             instances_per_task=FLAGS.instances_per_task,

@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
 # srun_general.sh - an interactive shell (or one command) on a SLURM compute node.
 #
-#   scripts/srun_general.sh                      # bash on the general partition, 2 h, 4 CPUs, 16G
+#   scripts/srun_general.sh                      # bash on the CPU partition, 2 h, 4 CPUs, 16G
 #   scripts/srun_general.sh --time=30 --cpus=2   # 30 minutes, 2 CPUs
 #   scripts/srun_general.sh -- python -c 'import os; print(os.uname())'   # run a command instead
-#   scripts/srun_gpu.sh                          # same, on volta-gpu with one GPU (see srun_gpu.sh)
+#   scripts/srun_gpu.sh                          # same, on the GPU partition with one GPU
 #
-# Defaults can be set per user without editing this file, via environment variables:
-#   RL755_SRUN_PARTITION RL755_SRUN_TIME RL755_SRUN_MEM RL755_SRUN_CPUS RL755_SRUN_GPUS
-#   RL755_SRUN_QOS RL755_SRUN_ACCOUNT  (srun_gpu.sh reads RL755_GPU_* first, see there)
+# The partition and QOS default to the "slurm" object of the rl755 config file
+# ($RL755_CONFIG or ~/.config/rl755/config.json: "partition", "qos", "account"), else the
+# cluster's default partition. Per-user defaults without editing this file, via environment
+# variables: RL755_SRUN_PARTITION RL755_SRUN_TIME RL755_SRUN_MEM RL755_SRUN_CPUS
+# RL755_SRUN_GPUS RL755_SRUN_QOS RL755_SRUN_ACCOUNT (srun_gpu.sh reads RL755_GPU_* first).
 set -euo pipefail
 
+# config_value KEY... -> the first non-empty "slurm" KEY of the rl755 config file (or nothing)
+config_value() {
+  local file=${RL755_CONFIG:-$HOME/.config/rl755/config.json}
+  [ -f "$file" ] && command -v python3 >/dev/null || return 0
+  python3 - "$file" "$@" <<'PY' 2>/dev/null || true
+import json, sys
+slurm = json.load(open(sys.argv[1])).get("slurm") or {}
+print(next((slurm[k] for k in sys.argv[2:] if slurm.get(k)), ""))
+PY
+}
+GPU_KEYS=()   # srun_gpu.sh: the config file's gpu_partition / gpu_qos come first
+[ "${RL755_SRUN_ROLE:-}" = gpu ] && GPU_KEYS=(gpu)
+
 PROG=${RL755_SRUN_PROG:-$(basename "$0")}
-PARTITION=${RL755_SRUN_PARTITION:-general}
+PARTITION=${RL755_SRUN_PARTITION-$(config_value ${GPU_KEYS[@]/%/_partition} partition)}
 TIME=${RL755_SRUN_TIME:-2:00:00}
 MEM=${RL755_SRUN_MEM:-16G}
 CPUS=${RL755_SRUN_CPUS:-4}
 GPUS=${RL755_SRUN_GPUS:-0}
-QOS=${RL755_SRUN_QOS:-}
-ACCOUNT=${RL755_SRUN_ACCOUNT:-}
+QOS=${RL755_SRUN_QOS-$(config_value ${GPU_KEYS[@]/%/_qos} qos)}
+ACCOUNT=${RL755_SRUN_ACCOUNT-$(config_value account)}
 JOB_NAME=${RL755_SRUN_JOB_NAME:-interactive}
 DRY_RUN=0
 EXTRA=()
@@ -31,7 +46,7 @@ Starts an interactive shell (srun --pty bash) on a compute node, or runs the com
 given after "--" (without a pseudo-terminal, so it also works from scripts and CI).
 
 Options (also --name=value):
-  -p, --partition NAME   partition                            (default: $PARTITION)
+  -p, --partition NAME   partition                            (default: ${PARTITION:-the cluster default})
   -t, --time TIME        time limit: minutes, H:MM:SS, D-HH   (default: $TIME)
   -m, --mem MEM          memory per node, e.g. 16G            (default: $MEM)
   -c, --cpus N           CPUs for the task                    (default: $CPUS)
@@ -80,10 +95,9 @@ done
 
 [[ $CPUS =~ ^[0-9]+$ ]] && [ "$CPUS" -ge 1 ] || die "--cpus must be a positive integer, got '$CPUS'"
 [[ $GPUS =~ ^[0-9]+$ ]] || die "--gpus must be a non-negative integer, got '$GPUS'"
-[ -n "$PARTITION" ] || die "--partition must not be empty"
-
-SRUN=(srun --partition="$PARTITION" --time="$TIME" --mem="$MEM" --cpus-per-task="$CPUS"
-      --ntasks=1 --nodes=1 --job-name="$JOB_NAME")
+SRUN=(srun --time="$TIME" --mem="$MEM" --cpus-per-task="$CPUS" --ntasks=1 --nodes=1
+      --job-name="$JOB_NAME")
+[ -n "$PARTITION" ] && SRUN+=(--partition="$PARTITION")
 [ "$GPUS" -gt 0 ] && SRUN+=(--gres="gpu:$GPUS")
 [ -n "$QOS" ] && SRUN+=(--qos="$QOS")
 [ -n "$ACCOUNT" ] && SRUN+=(--account="$ACCOUNT")

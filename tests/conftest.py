@@ -20,6 +20,41 @@ def _isolated_user_config(tmp_path, monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_determinism():
+    """Stages turn TF op determinism on for their process (rl755.common.determinism); in this
+    one process each test starts from a fresh state again."""
+    yield
+    import sys
+
+    if "rl755.common.determinism" in sys.modules:
+        sys.modules["rl755.common.determinism"].reset()
+
+
 @pytest.fixture(scope="session")
 def repo_root():
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def tiny_local_run(tmp_path_factory):
+    """The tiny preset run here once per session (scripts/pipeline.py); its out_dir.
+
+    Shared by the local pipeline test and the SLURM one, which compares its outputs."""
+    from pipeline_helpers import run_pipeline
+
+    out = tmp_path_factory.mktemp("tiny_local") / "tiny"
+    env = dict(os.environ, RL755_CONFIG=str(out.parent / "no_config.json"))
+    proc = run_pipeline("tiny", out, "--num_threads=1", env=env)
+    return out, proc.stdout
+
+
+@pytest.fixture
+def slurm_or_fail():
+    """Used by `slurm_helpers.needs_slurm`: where SLURM tests are not skipped for want of
+    SLURM (CI=true), a missing SLURM fails them with the reason."""
+    from slurm_helpers import slurm_unavailable_reason
+
+    reason = slurm_unavailable_reason()
+    if reason:
+        pytest.fail(f"SLURM is required here (CI=true) but unavailable: {reason}", pytrace=False)

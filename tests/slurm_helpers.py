@@ -5,12 +5,14 @@
     pytestmark = needs_slurm          # marks `slurm` and skips with a reason without SLURM
 
 `.ci/run` starts a single-node SLURM (.ci/start_slurm.sh); on a laptop without `sbatch`
-these tests are skipped, so `pytest` still passes.
+these tests are skipped (pytest lists them and why at the end), so `pytest` still passes. In
+CI (CI=true) they fail instead: a green CI means they ran.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -47,11 +49,18 @@ def slurm_unavailable_reason() -> str | None:
     return None
 
 
+def slurm_required() -> bool:
+    """In CI (CI=true) the SLURM tests must run: without SLURM they fail instead of skipping."""
+    return os.environ.get("CI", "").lower() == "true"
+
+
 needs_slurm = [
     pytest.mark.slurm,
     pytest.mark.skipif(
-        slurm_unavailable_reason() is not None, reason=str(slurm_unavailable_reason())
+        slurm_unavailable_reason() is not None and not slurm_required(),
+        reason=str(slurm_unavailable_reason()),
     ),
+    pytest.mark.usefixtures("slurm_or_fail"),  # tests/conftest.py
 ]
 
 

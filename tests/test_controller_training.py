@@ -97,6 +97,12 @@ def test_rerun_resumes_generation_count_and_cma_state_exactly(tmp_path):
     np.testing.assert_array_equal(resumed["es"].mean, whole["es"].mean)
     assert resumed["es"].sigma == whole["es"].sigma
     assert resumed["es"].countiter == whole["es"].countiter == 4
+    # The covariance and the eigen decomposition sampling uses, bit for bit.
+    for name in ("C", "B", "D"):
+        np.testing.assert_array_equal(
+            getattr(resumed["es"].sm, name), getattr(whole["es"].sm, name)
+        )
+    np.testing.assert_array_equal(resumed["es"].pc, whole["es"].pc)
 
 
 def test_old_format_checkpoint_is_not_resumed(tmp_path):
@@ -223,18 +229,59 @@ def test_registered_controllers_load_by_name(tmp_path):
         )
 
 
-def test_large_controllers_use_diagonal_cma(tmp_path, monkeypatch):
+def test_large_controllers_use_diagonal_cma(tmp_path, monkeypatch, caplog):
     from rl755.controller import cma_state
 
     monkeypatch.setattr(cma_state, "FULL_COVARIANCE_MAX_PARAMS", 20)
-    out = run_cma_es(exact_spec(), str(tmp_path / "c"), small(generations=1))
+    with caplog.at_level("INFO", logger="rl755.controller"):
+        out = run_cma_es(exact_spec(), str(tmp_path / "c"), small(generations=1))
     assert out["es"].opts["CMA_diagonal"] is True  # 21 parameters > 20
+    assert "21 parameters > 20: diagonal (separable) CMA-ES" in caplog.text
+    meta = json.loads((tmp_path / "c" / "controller.json").read_text())
+    assert meta["cma_covariance"] == "diagonal"
     small_out = run_cma_es(
         AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder),
         str(tmp_path / "v"),
         small(generations=1),
     )
     assert small_out["es"].opts["CMA_diagonal"] in (False, "0*100*N/popsize**0.5")
+    assert json.loads((tmp_path / "v" / "controller.json").read_text())["cma_covariance"] == "full"
+
+
+def _checkpoint_bytes(model_dir, generation):
+    return sum(
+        os.path.getsize(os.path.join(model_dir, f"model-{generation:03d}{suffix}"))
+        for suffix in (".json", ".cma.pkl", ".params.npz")
+    )
+
+
+def test_checkpoints_hold_what_a_resume_needs_and_no_more(tmp_path, monkeypatch):
+    """Full covariance: C once (8 N^2 bytes), not its eigenvectors too. Diagonal: O(P N)."""
+    from rl755.controller import cma_state
+
+    # 1,003 parameters: (z 2 + h 4) x 100 + 100 biases, 100 x 3 + 3.
+    hidden = exact_spec("HiddenLayerController", controller_kwargs=(("hidden_units", 100),))
+    out = run_cma_es(hidden, str(tmp_path / "full"), small(generations=2, trials_per_member=1))
+    n = out["es"].N
+    assert out["es"].opts["CMA_diagonal"] in (False, "0*100*N/popsize**0.5") and n > 500
+    size = _checkpoint_bytes(tmp_path / "full", 2)
+    assert 8 * n * n < size < 1.15 * 8 * n * n + 200_000, (size, 8 * n * n)
+    monkeypatch.setattr(cma_state, "FULL_COVARIANCE_MAX_PARAMS", 500)
+    out = run_cma_es(hidden, str(tmp_path / "diag"), small(generations=2, trials_per_member=1))
+    size = _checkpoint_bytes(tmp_path / "diag", 2)
+    assert size < 40 * 8 * n + 100_000, size  # population 8: [P, N] arrays, a few N vectors
+
+
+def test_diagonal_cma_resumes_exactly(tmp_path, monkeypatch):
+    from rl755.controller import cma_state
+
+    monkeypatch.setattr(cma_state, "FULL_COVARIANCE_MAX_PARAMS", 20)
+    whole = run_cma_es(exact_spec(), str(tmp_path / "whole"), small(generations=3))
+    run_cma_es(exact_spec(), str(tmp_path / "split"), small(generations=1))
+    resumed = run_cma_es(exact_spec(), str(tmp_path / "split"), small(generations=3))
+    assert [h["mean"] for h in resumed["history"]] == [h["mean"] for h in whole["history"]]
+    np.testing.assert_array_equal(resumed["es"].mean, whole["es"].mean)
+    np.testing.assert_array_equal(resumed["es"].sigma_vec.scaling, whole["es"].sigma_vec.scaling)
 
 
 def test_dream_gap_of_an_exact_model_is_small_and_scores_the_controller(tmp_path):
@@ -318,3 +365,123 @@ def test_collect_rollouts_with_a_trained_controller(tmp_path):
         )
     with pytest.raises(BadInput, match="Or --policy=controller"):
         collect.collect_rollouts("FAKE_PIXELS", "NoSuchPolicy", **kw)
+
+
+# ---- what is saved, and on which seeds (each checked against a replay) -------------------------
+def _selection_run(tmp_path, eval_every):
+    """Seed 1: the best real evaluation (of 3) is the middle one, and the best training
+    fitness is reached in generation 5 of 6, so neither "first" nor "last" is the best."""
+    spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
+    cfg = small(population_size=6, trials_per_member=2, sigma=1.0, seed=1)
+    cfg.eval_every, cfg.eval_episodes = eval_every, 3
+    out = run_cma_es(spec, str(tmp_path / f"c{eval_every}"), cfg)
+    return spec, cfg, out, saved.load_trained_controller(str(tmp_path / f"c{eval_every}"))
+
+
+def _replay(spec, params, seeds, max_steps=24):
+    from rl755.controller.real_eval import RealEvaluator
+
+    jobs = np.repeat(np.asarray(params)[None], len(seeds), axis=0)
+    return np.mean(RealEvaluator(spec, ENV.make_fn()).evaluate(jobs, seeds, max_steps)["returns"])
+
+
+def test_the_saved_controller_is_the_best_real_evaluation(tmp_path):
+    from rl755.controller.cma_config import eval_seeds
+
+    spec, cfg, out, trained = _selection_run(tmp_path, eval_every=2)  # evaluates 3 times
+    means = [e["mean"] for e in out["evals"]]
+    assert [e["generation"] for e in out["evals"]] == [2, 4, 6]
+    best = int(np.argmax(means))
+    assert best not in (0, len(means) - 1) and len(set(means)) == 3, means
+    np.testing.assert_array_equal(trained.params, out["evals"][best]["params"])
+    assert trained.meta["score_source"] == "real_evaluation"
+    assert trained.meta["score"] == means[best]
+    assert trained.meta["generation"] == out["evals"][best]["generation"]
+    # The recorded score is what these parameters play on the fixed evaluation seeds.
+    assert _replay(spec, trained.params, eval_seeds(cfg.seed, 3)) == pytest.approx(means[best])
+
+
+def test_without_evaluations_the_best_training_member_is_saved(tmp_path):
+    """Its fitness is what it plays on its generation's trial seeds, shared by all members."""
+    from rl755.controller.cma_config import trial_seeds
+
+    spec, cfg, out, trained = _selection_run(tmp_path, eval_every=0)
+    bests = [h["best"] for h in out["history"]]
+    gen = int(np.argmax(bests)) + 1
+    assert gen not in (1, cfg.generations), bests
+    assert trained.meta["score_source"] == "training_fitness"
+    assert trained.meta["score"] == max(bests) == out["best_fitness"]
+    assert trained.meta["generation"] == gen
+    seeds = trial_seeds(cfg.seed, gen - 1, cfg.trials_per_member)
+    assert _replay(spec, trained.params, seeds) == pytest.approx(max(bests))
+
+
+def test_bookkeeping_matches_the_history(tmp_path):
+    """summary.json, TensorBoard and the CMA-ES checkpoint say what the run did, by value."""
+    spec, cfg, out, _ = _selection_run(tmp_path, eval_every=2)
+    d = tmp_path / "c2"
+    summary = json.loads((d / "summary.json").read_text())
+    assert summary["generation"] == 6 and summary["best_fitness"] == out["best_fitness"]
+    assert summary["history"] == out["history"]
+    assert [e["mean"] for e in summary["evals"]] == [e["mean"] for e in out["evals"]]
+    train = tensorboard.read_dir(d / "tensorboard" / "train")
+    for key, field in (("fitness/mean", "mean"), ("fitness/best", "best"), ("cma/sigma", "sigma")):
+        want = [(h["generation"], h[field]) for h in out["history"]]
+        np.testing.assert_allclose(np.array(train[key]), np.array(want), rtol=1e-6)
+    for h in out["history"]:
+        assert h["worst"] <= h["mean"] <= h["best"]
+        assert h["steps"] == pytest.approx(h["steps_per_s"] * h["seconds"], rel=1e-6)
+    validation = tensorboard.read_dir(d / "tensorboard" / "validation")
+    want = [(e["generation"], e["mean"]) for e in out["evals"]]
+    np.testing.assert_allclose(np.array(validation["eval/real_mean"]), np.array(want), rtol=1e-6)
+    from rl755.controller import cma_state
+
+    state = cma_state.load_state(str(d))
+    assert state["generation"] == 6 and state["history"] == out["history"]
+    np.testing.assert_array_equal(state["best_params"], out["best_params"])
+
+
+def test_dream_to_real_gap_is_dream_fitness_minus_real_score(tmp_path):
+    out = run_cma_es(
+        exact_spec(),
+        str(tmp_path / "d"),
+        small(mode="dream", generations=2, eval_every=1, eval_episodes=3, dream_initial_states=8),
+    )
+    gap = tensorboard.read_dir(tmp_path / "d" / "tensorboard" / "validation")[
+        "eval/dream_to_real_gap"
+    ]
+    want = [
+        (e["generation"], out["history"][e["generation"] - 1]["best"] - e["mean"])
+        for e in out["evals"]
+    ]
+    np.testing.assert_allclose(np.array(gap), np.array(want), rtol=1e-5, atol=1e-5)
+
+
+def test_compare_random_plays_the_controllers_seeds(tmp_path):
+    """The random baseline of evaluation.json: uniform actions, sampler seeded with each
+    episode's seed, on exactly the seeds the controller played (replayed here by hand)."""
+    res = score_controller(
+        np.zeros(21), exact_spec(), num_episodes=3, seed=40, out_dir=str(tmp_path / "e"),
+        compare_random=True,
+    )  # fmt: skip
+    assert res["seeds"] == [40, 41, 42]
+
+    def by_hand(seeds):
+        env, returns = ENV.make(), []
+        for s in seeds:
+            env.reset(seed=s)
+            env.action_space.seed(s)
+            total = 0.0
+            for _ in range(res["max_steps"]):
+                _, r, terminated, truncated, _ = env.step(env.action_space.sample())
+                total += r
+                if terminated or truncated:
+                    break
+            returns.append(total)
+        return returns
+
+    assert res["random_policy"]["returns"] == pytest.approx(by_hand([40, 41, 42]), abs=1e-9)
+    assert by_hand([40, 41, 42]) != pytest.approx(by_hand([41, 42, 43]))  # seeds matter here
+    data = json.loads((tmp_path / "e" / "evaluation.json").read_text())
+    assert data["random_policy"]["mean"] == pytest.approx(np.mean(by_hand([40, 41, 42])))
+    assert data["std"] == pytest.approx(np.std(data["returns"]))

@@ -89,6 +89,19 @@ def test_training_saves_resumes_and_stops_when_done(tmp_path, raw_dir):
         assert (model_dir / f"model-{n:03d}.reconstructions.png").exists()
         info = json.loads((model_dir / f"model-{n:03d}.json").read_text())
         assert info["step"] == 20 * n and info["representation_size"] == 4
+        assert info["train_loss"] == pytest.approx(first.train_losses[n - 1])
+        assert info["validation_loss"] == pytest.approx(first.validation_losses[n - 1])
+    # TensorBoard holds the same numbers, by step; images/s is steps/s times the batch size.
+    from rl755.common import tensorboard
+
+    train = tensorboard.read_dir(model_dir / "tensorboard" / "train")
+    assert [s for s, _ in train["losses/total"]] == [20, 40]
+    np.testing.assert_allclose([v for _, v in train["losses/total"]], first.train_losses, rtol=1e-6)
+    per_step = dict(train["perf/steps_per_second"])
+    for step, images in train["perf/images_per_second"]:
+        assert images == pytest.approx(16 * per_step[step], rel=1e-5)
+    val = tensorboard.read_dir(model_dir / "tensorboard" / "validation")["losses/total"]
+    np.testing.assert_allclose([v for _, v in val], first.validation_losses, rtol=1e-6)
     assert os.listdir(model_dir / "tensorboard" / "train") and os.listdir(model_dir / "runs")
     assert os.listdir(model_dir / "tensorboard" / "validation")
     assert not [f for f in os.listdir(model_dir) if ".tmp-" in f]
@@ -172,3 +185,74 @@ def test_saved_models_and_wrong_checkpoints(tmp_path):
         load_encoder(
             "CAR_RACING", "vae.Vae", tmp_path, representation_size=4, checkpoint=str(loose)
         )
+
+
+def test_car_racing_vae_crops_the_indicator_bar_by_content():
+    """Rows 84:96 (the indicator bar) never reach the network: frames differing only there
+    encode identically, and what the network sees is rows 0:84 resized to 64x64."""
+    from rl755.models import catalogue
+
+    vae = catalogue.build("CAR_RACING", "vae.Vae").build_for_frames()
+    frames = np.random.default_rng(0).integers(0, 256, (2, 96, 96, 3), dtype=np.uint8)
+    bar_changed = frames.copy()
+    bar_changed[:, 84:] = 255 - bar_changed[:, 84:]
+    road_changed = frames.copy()
+    road_changed[:, 74:84] = 255 - road_changed[:, 74:84]  # the last rows kept
+    seen = vae.preprocess(frames).numpy()
+    want = tf.image.resize(frames[:, :84].astype(np.float32) / 255.0, (64, 64)).numpy()
+    np.testing.assert_allclose(seen, want, atol=1e-6)
+    np.testing.assert_array_equal(vae.preprocess(bar_changed).numpy(), seen)
+    z = vae.compute_full_representation(frames)[0].numpy()
+    np.testing.assert_array_equal(vae.compute_full_representation(bar_changed)[0].numpy(), z)
+    assert not np.array_equal(vae.compute_full_representation(road_changed)[0].numpy(), z)
+
+
+def test_resume_restores_weights_and_adam_state_exactly(tmp_path, raw_dir, monkeypatch):
+    """The state a resumed run starts training from (weights, Adam's step count and both
+    moments of every variable) is exactly the state the first run ended with. (The batches
+    after a resume are new random draws, so whole runs are compared by state, not by loss.)"""
+    from rl755.models.common.conv_vae import ConvVae
+
+    states = []
+    real_fit = ConvVae.fit
+
+    def snapshot(model):
+        opt = [v.numpy().copy() for v in model.optimizer.variables]
+        return {"optimizer": opt, "weights": [w.numpy().copy() for w in model.weights]}
+
+    def fit(self, *args, **kwargs):
+        states.append(("start", snapshot(self)))
+        out = real_fit(self, *args, **kwargs)
+        states.append(("end", snapshot(self)))
+        return out
+
+    monkeypatch.setattr(ConvVae, "fit", fit)
+    _train(tmp_path / "vae", raw_dir, 20)
+    _train(tmp_path / "vae", raw_dir, 30)
+    (_, first_start), (_, first_end), (when, resumed) = states[0], states[1], states[2]
+    assert when == "start"
+    assert len(resumed["optimizer"]) == len(first_end["optimizer"]) > 2
+    for i, (a, b) in enumerate(zip(first_end["optimizer"], resumed["optimizer"])):
+        np.testing.assert_array_equal(a, b, err_msg=f"optimizer variable {i}")
+    for a, b in zip(first_end["weights"], resumed["weights"]):
+        np.testing.assert_array_equal(a, b)
+    assert int(resumed["optimizer"][0]) == 20  # the step count
+    moved = [np.any(v != 0) for v in first_end["optimizer"][2:]]
+    assert all(moved)  # every moment has moved away from its initial zeros
+    assert int(first_start["optimizer"][0]) == 0
+
+
+def test_reconstruction_picture_is_what_the_model_sees_above_its_reconstruction():
+    """model-NNN.reconstructions.png: CarRacing frames cropped and resized as the VAE sees them
+    (top row; the indicator bar gone), the decoded posterior means below, in order."""
+    from rl755.common import pictures
+    from rl755.models import catalogue
+    from rl755.models.common.encoder_callbacks import reconstruction_grid
+
+    vae = catalogue.build("CAR_RACING", "vae.Vae").build_for_frames()
+    frames = np.random.default_rng(1).integers(0, 256, (3, 96, 96, 3), dtype=np.uint8)
+    grid = reconstruction_grid(vae, frames)
+    assert grid.shape == (128, 3 * 64, 3) and grid.dtype == np.uint8
+    seen = tf.image.resize(frames[:, :84].astype(np.float32) / 255.0, (64, 64)).numpy()
+    np.testing.assert_array_equal(grid[:64], pictures.frame_grid(seen))
+    np.testing.assert_array_equal(grid[64:], pictures.frame_grid(vae.reconstruct(frames).numpy()))

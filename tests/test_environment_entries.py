@@ -102,6 +102,9 @@ def test_readme_entries_work_as_written(repo_root, registered):
         p = env_member.presets
         for name in catalogue.names():
             model = catalogue.build(env_member, name)
+            if catalogue.kind_of(name) == catalogue.INFILLING:  # a frame model: no Z
+                assert model.frame_shape == env_member.observation_shape, name
+                continue
             assert model.representation_size == p.representation_size, name
             if catalogue.kind_of(name) == catalogue.SEQUENTIAL:
                 assert model.action_size == env_member.action_size, name
@@ -218,3 +221,55 @@ def test_entries_derive_defaults_and_reject_mistakes(registered):
         missing_class.make()
     with pytest.raises(ValueError, match="Valid --environment values: CAR_RACING"):
         Environments.from_name("NOPE")
+
+
+# ---- replaying an episode from its seed ----------------------------------------------------------
+@pytest.mark.parametrize("env_enum", list(Environments), ids=lambda e: e.name)
+def test_every_environment_replays_an_episode_from_its_seed(env_enum):
+    """reset(seed) + the same actions -> the same frames and rewards, unless the entry
+    declares otherwise (then this says so, as a skip with its reason)."""
+    from rl755.testing import replay
+
+    reason = replay.unreproducible_reason(env_enum)
+    if reason:
+        pytest.skip(reason)
+    env = env_enum.make()
+    env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(15)]
+    env.close()
+    diff = replay.replay_difference(env_enum.make_fn(), seed=3, actions=actions)
+    assert diff is None, (
+        f"{env_enum.name}: reset(seed=3) and the same 15 actions gave two episodes: {diff}. "
+        "Declare reproducible_reset=False in its EnvironmentSpec if it cannot replay one."
+    )
+
+
+def test_an_unreproducible_reset_is_said_in_words(registered):
+    """The same entry with and without the declaration: a short sentence either way."""
+    from rl755.testing import replay
+
+    base = EnvironmentSpec(
+        name="UNSEEDED",
+        constructor="rl755.testing.fake_env:UnseededPixelEnv",
+        observation_shape=(16, 16, 3),
+        action_low=(-1.0, 0.0, 0.0),
+        action_high=(1.0, 1.0, 1.0),
+        max_episode_steps=24,
+    )
+    undeclared = registered(base)
+    actions = [np.array([0.5, 1.0, 0.0], np.float32)] * 5
+    got, want = (replay.play(undeclared.make_fn(), 7, actions) for _ in range(2))
+    assert replay.unreproducible_reason(undeclared) is None
+    with pytest.raises(AssertionError) as e:
+        replay.assert_same_episode(undeclared, got, want, "two replays")
+    msg = str(e.value)
+    assert msg.startswith("UNSEEDED: two replays: the same seed and actions gave another episode")
+    assert "frames differ from step 0 on" in msg and "reproducible_reset=False" in msg
+    assert len(msg) < 400  # words, not arrays
+    declared = registered(
+        dataclasses.replace(base, name="UNSEEDED_DECLARED", reproducible_reset=False)
+    )
+    assert "UNSEEDED_DECLARED declares reproducible_reset=False" in replay.unreproducible_reason(
+        declared
+    )
+    assert replay.replay_difference(Environments.FAKE_PIXELS.make_fn(), 7, actions) is None

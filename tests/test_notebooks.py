@@ -2,7 +2,7 @@
 
 Any cell error fails the test with the cell and its traceback. The quickstart always runs (fake
 environment, tiny models, ~1 min); the world-model tour runs when trained CarRacing models are
-there (see `rl755.visualize.find_world_model`: the registry's, runs/demo, or the pipeline
+there (see `rl755.pipeline.find_world_model`: the registry's, runs/demo, or the pipeline
 out_dir in $RL755_TOUR_RUN_DIR) and is skipped, saying why, when not. Committed
 notebooks carry no outputs (the nbstripout pre-commit hook strips them).
 """
@@ -104,7 +104,7 @@ def test_a_failing_cell_fails_the_run(tmp_path):
 
 @pytest.mark.slow
 def test_world_model_tour_runs_when_trained_models_are_there(tmp_path, monkeypatch):
-    from rl755 import visualize
+    from rl755 import pipeline
 
     for key in ("RL755_DATA_DIR", "RL755_MODELS_DIR", "RL755_CONFIG"):  # the user's settings
         if USER_ENV.get(key) is None:
@@ -112,7 +112,7 @@ def test_world_model_tour_runs_when_trained_models_are_there(tmp_path, monkeypat
         else:
             monkeypatch.setenv(key, USER_ENV[key])
     try:
-        found = visualize.find_world_model(run_dir=USER_ENV.get("RL755_TOUR_RUN_DIR"), load=False)
+        found = pipeline.find_world_model(run_dir=USER_ENV.get("RL755_TOUR_RUN_DIR"), load=False)
     except FileNotFoundError as e:
         pytest.skip(f"world_model_tour.ipynb needs trained CarRacing models. {e}")
     env = dict(USER_ENV, RL755_TOUR_TMP=str(tmp_path))

@@ -3,11 +3,10 @@ stage's outputs, on the fake environment and on CarRacing at a tiny size."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from pipeline_helpers import run_pipeline
 
 from rl755 import pipeline
 from rl755.common import sharded_io
@@ -16,17 +15,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run_pipeline(preset, out_dir, *extra):
-    cmd = [
-        sys.executable,
-        os.path.join(REPO, "scripts/pipeline.py"),
-        f"--preset={preset}",
-        f"--out_dir={out_dir}",
-        "--num_threads=1",
-        *extra,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return proc.stdout
+    return run_pipeline(preset, out_dir, "--num_threads=1", *extra).stdout
 
 
 def _check_chain(preset_name, out_dir, monkeypatch):
@@ -74,9 +63,8 @@ def _check_chain(preset_name, out_dir, monkeypatch):
 
 
 @pytest.mark.slow
-def test_tiny_pipeline_on_fake_env_chains_and_resumes(tmp_path, monkeypatch):
-    out = tmp_path / "tiny"
-    stdout = _run_pipeline("tiny", out)
+def test_tiny_pipeline_on_fake_env_chains_and_resumes(tiny_local_run, monkeypatch):
+    out, stdout = tiny_local_run
     assert "Real-environment score" in stdout and "random policy" in stdout
     summary = _check_chain("tiny", out, monkeypatch)
     pictures = sorted(os.listdir(out / "pictures"))

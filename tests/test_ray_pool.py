@@ -114,3 +114,33 @@ def test_job_errors_stop_at_once_or_are_retried(pool, tmp_path):
     with pytest.raises(RuntimeError, match="(?s)A worker failed to start: .*constructor is broken"):
         with RayWorkerPool(_worker_cls(), args=(True,), size=1, startup_timeout=120) as broken:
             broken.run("job", _jobs(1))
+
+
+def test_start_ray_retries_a_local_start_that_timed_out(monkeypatch):
+    """On a loaded machine Ray's node may not register within its fixed 30 s."""
+    import ray
+
+    from rl755.common import ray_pool
+
+    calls = []
+
+    def flaky_init(**kwargs):
+        calls.append(kwargs)
+        if len(calls) < 3:
+            raise Exception("The current node timed out during startup. This could happen ...")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", flaky_init)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    assert ray_pool.start_ray(2) is True  # third time lucky
+    assert len(calls) == 3
+
+    def broken_init(**kwargs):
+        calls.append(kwargs)
+        raise Exception("something else")
+
+    calls.clear()
+    monkeypatch.setattr(ray, "init", broken_init)
+    with pytest.raises(Exception, match="something else"):
+        ray_pool.start_ray(2)
+    assert len(calls) == 1  # only start-up time-outs are retried

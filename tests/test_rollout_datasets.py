@@ -83,12 +83,30 @@ def test_random_rollout_observations(raw_dir):
 
 
 def test_random_rollout_slices(raw_dir):
-    ds = RawRollouts().random_rollout_slices_ds(6, repeat=False)
-    items = list(ds.as_numpy_iterator())
-    assert len(items) == 2  # the 5-step rollout is skipped
-    for r in items:
-        assert r["observations"].shape == (6, 16, 16, 3)
-        assert r["actions"].shape == (6, 3)
+    """One slice per long-enough rollout: 6 consecutive steps of it, in order, with the
+    actions and rewards of those steps."""
+    stored = list(RawRollouts().rollouts_ds(shuffle_files=False).as_numpy_iterator())
+    starts = set()
+    for _ in range(3):
+        items = list(RawRollouts().random_rollout_slices_ds(6, repeat=False).as_numpy_iterator())
+        assert len(items) == 2  # the 5-step rollout is skipped
+        for r in items:
+            assert r["observations"].shape == (6, 16, 16, 3) and r["actions"].shape == (6, 3)
+            (src,) = [
+                x
+                for x in stored
+                if any(np.array_equal(r["observations"][0], o) for o in x["observations"])
+            ]
+            n = len(src["actions"])
+            (start,) = [
+                i
+                for i in range(n - 5)
+                if np.array_equal(src["observations"][i], r["observations"][0])
+            ]
+            for key in ("observations", "actions", "rewards"):
+                np.testing.assert_array_equal(r[key], src[key][start : start + 6], err_msg=key)
+            starts.add((n, start))
+    assert len(starts) > 2  # random starts
 
 
 def test_missing_data_fails_with_hint(tmp_path):
@@ -137,6 +155,22 @@ def test_encoded_rollouts_shapes(encoded_dir):
     r = next(builder.rollouts_ds(shuffle_files=False).as_numpy_iterator())
     assert r["observations"].shape == (12, Z) and r["observations"].dtype == np.float32
     assert r["observation_std_devs"].shape == (12, Z)
+
+
+def test_episode_start_slices_begin_at_each_rollouts_first_step(encoded_dir):
+    """slice_start="episode_start": every slice is the rollout's first L steps (z_t = t, or
+    100 + t), never a later window; an unknown value fails naming the valid ones."""
+    ds = VaeEncodedRollouts().get_autoregressive_slices(5, slice_start="episode_start")
+    seen = set()
+    for s in ds.take(40).as_numpy_iterator():
+        offset = 100.0 if s["inputs"][0, 0] >= 100 else 0.0
+        steps = int(s["mask"].sum())
+        assert steps == (3 if offset else 5)
+        np.testing.assert_array_equal(s["inputs"][:steps, 0], offset + np.arange(steps))
+        seen.add(offset)
+    assert seen == {0.0, 100.0}
+    with pytest.raises(ValueError, match="uniform, episode_start"):
+        VaeEncodedRollouts().get_autoregressive_slices(5, slice_start="middle")
 
 
 def test_autoregressive_slices_alignment(encoded_dir):

@@ -425,6 +425,32 @@ def test_find_corrupted_script_exit_status_and_quarantine(tmp_path):
         corrupted.find_corrupted_tfrecords(f"{tmp_path}/nothing*", False)
 
 
+def test_find_corrupted_delete_removes_only_the_corrupted_shards(tmp_path):
+    d = tmp_path / "shards"
+    d.mkdir()
+    healthy, truncated, other = _write_shards(str(d), compression="GZIP")
+    data = open(truncated, "rb").read()
+    open(truncated, "wb").write(data[: len(data) // 2])
+    tmp = d / ".rollouts-train.tfrecord-00007-of-00009.tmp-host-1-abcdef12"
+    tmp.write_bytes(b"a writer's work in progress")
+    res = _run_script(
+        os.path.join(SCRIPTS, "find_corrupted_tfrecords.py"),
+        f"--pattern={d}/*.tfrecord-*",
+        "--delete",
+    )
+    assert res.returncode == 1 and f"deleted {truncated}" in res.stderr, res.stderr
+    assert sorted(os.listdir(d)) == sorted(
+        [os.path.basename(healthy), os.path.basename(other), tmp.name]
+    )
+    assert corrupted.find_corrupted_tfrecords(f"{d}/*.tfrecord-*", False) == ([], 2)
+    res = _run_script(
+        os.path.join(SCRIPTS, "find_corrupted_tfrecords.py"),
+        f"--pattern={d}/*.tfrecord-*",
+        "--delete",
+    )
+    assert res.returncode == 0 and "0 of 2 files corrupted" in res.stderr
+
+
 # ---- killed conversions -----------------------------------------------------------------------------
 def _pickle_dir(tmp_path, n):
     pdir = str(tmp_path / "pickles")

@@ -61,6 +61,20 @@ def test_train_checkpoints_tensorboard_record_and_resume(encoded_dir, tmp_path):
     assert records and json.load(open(records[0]))["status"] == "completed"
     info = ts.read_model_info(str(model_dir))
     assert info["model"] == "mdn_rnn.mdn_rnn_with_heads" and info["environment"] == "FAKE_PIXELS"
+    # The numbers logged are the run's own: by value, not only by key.
+    assert info["train_loss"] == pytest.approx(first["train_losses"][-1])
+    assert info["validation_loss"] == pytest.approx(first["validation"]["loss"])
+    from rl755.common import tensorboard
+
+    train = tensorboard.read_dir(model_dir / "tensorboard" / "train")
+    ((step, total),) = train["losses/total"]
+    assert step == 2 and total == pytest.approx(np.mean(first["train_losses"]), rel=1e-5)
+    ((_, steps_per_s),) = train["perf/steps_per_second"]
+    ((_, seqs_per_s),) = train["perf/sequences_per_second"]
+    assert seqs_per_s == pytest.approx(4 * steps_per_s, rel=1e-5)  # batch_size 4
+    val = tensorboard.read_dir(model_dir / "tensorboard" / "validation")
+    for term in ("z", "reward", "done"):
+        assert val[f"losses/{term}"][0][1] == pytest.approx(first["validation"][term], rel=1e-5)
     # Rerun with more steps: resumes at step 2, ends at 4.
     second = _train(model_dir, 4)
     assert second["start_step"] == 2 and second["step"] == 4 and len(second["train_losses"]) == 2

@@ -179,7 +179,9 @@ def test_status_reads_running_then_cancelled_job(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_srun_scripts_run_commands_on_the_partitions():
+def test_srun_scripts_run_commands_on_the_partitions(tmp_path):
+    # no partition built in: the cluster's default, unless the config file names one
+    (tmp_path / "rl755_config.json").write_text('{"slurm": {"gpu_partition": "volta-gpu"}}')
     small = ["--cpus=1", "--mem=100M", "--time=5"]
     general = subprocess.run(
         ["bash", os.path.join(REPO, "scripts", "srun_general.sh"), *small, "--"]
@@ -199,6 +201,14 @@ def test_srun_scripts_run_commands_on_the_partitions():
         timeout=90,
     ).stdout.split()
     assert gpu == ["volta-gpu", "0"]
+    dry = subprocess.run(
+        ["bash", os.path.join(REPO, "scripts", "srun_gpu.sh"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "RL755_CONFIG": str(tmp_path / "none.json")},
+    ).stdout
+    assert "--partition" not in dry and "--gres=gpu:1" in dry
     # the interactive path: srun --pty, given a terminal by `script`
     tty = subprocess.run(
         [

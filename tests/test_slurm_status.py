@@ -81,6 +81,17 @@ def test_submission_without_record_and_unknown_job(tmp_path):
     assert row.state.startswith("unknown") and row.state_source == "submission"
 
 
+def test_submissions_superseded_by_a_rerun_are_not_listed(tmp_path):
+    slurm_dir = tmp_path / "out" / "slurm"
+    os.makedirs(slurm_dir)
+    for job, when in (("999997", "2026-01-01T00:00:00"), ("999998", "2026-01-01T01:00:00")):
+        (slurm_dir / f"job-{job}.json").write_text(
+            json.dumps({"job_id": job, "name": "encode", "submit_time": when, "out_dir": "/o"})
+        )
+    (row,) = status.collect_status(str(tmp_path))  # the rerun's; the first one was cancelled
+    assert row.job == "999998" and row.state.startswith("unknown")
+
+
 def test_parse_scontrol_array_tasks():
     text = (
         "JobId=12 ArrayJobId=10 ArrayTaskId=2 JobName=collect JobState=RUNNING Reason=None "

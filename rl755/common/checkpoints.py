@@ -58,6 +58,11 @@ def marker_name(number: int) -> str:
     return file_name(number, ".json")
 
 
+def is_marker(path: str) -> bool:
+    """Whether `path` names a checkpoint marker (`model-NNN.json`)."""
+    return bool(_MARKER_RE.match(os.path.basename(path)))
+
+
 @dataclasses.dataclass
 class Checkpoint:
     """One complete checkpoint: its number, its files {role: absolute path}, its marker."""
@@ -177,27 +182,33 @@ def save_checkpoint(
 ) -> Checkpoint:
     """Checkpoint `number` of a Keras model: its weights, and `optimizer`'s variables when the
     optimizer is not the compiled model's own (restore them with `restore_optimizer`)."""
-    import numpy as np
-
     files: dict[str, tuple[str, Writer]] = {"weights": (".weights.h5", model.save_weights)}
     if optimizer is not None:
-
-        def write_optimizer(path: str) -> None:
-            values = {f"v{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(optimizer.variables)}
-            with open(path, "wb") as f:
-                np.savez(f, **values)
-
-        files["optimizer"] = (".optimizer.npz", write_optimizer)
+        files["optimizer"] = (".optimizer.npz", optimizer_writer(optimizer))
     return write_checkpoint(model_dir, number, files, info)
 
 
-def restore_optimizer(optimizer, ckpt: Checkpoint) -> None:
-    """Assigns the optimizer variables saved with `save_checkpoint(..., optimizer=)`.
+def optimizer_writer(optimizer) -> Writer:
+    """A `Writer` of `optimizer`'s variables (an .npz), for `write_checkpoint` roles of
+    trainers with several optimizers (restore each with `restore_optimizer(..., role=)`)."""
+    import numpy as np
+
+    def write_optimizer(path: str) -> None:
+        values = {f"v{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(optimizer.variables)}
+        with open(path, "wb") as f:
+            np.savez(f, **values)
+
+    return write_optimizer
+
+
+def restore_optimizer(optimizer, ckpt: Checkpoint, role: str = "optimizer") -> None:
+    """Assigns the optimizer variables saved with `save_checkpoint(..., optimizer=)` (or
+    under another `role` by `optimizer_writer`).
 
     The optimizer must be built (`optimizer.build(model.trainable_variables)`)."""
     import numpy as np
 
-    path = ckpt.path("optimizer")
+    path = ckpt.path(role)
     with np.load(path) as data:
         values = [data[k] for k in sorted(k for k in data.files if k.startswith("v"))]
     if len(values) != len(optimizer.variables):

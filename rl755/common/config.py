@@ -6,6 +6,10 @@ Resolution order for each setting (first found wins):
          {"data_dir": "/pine/scr/u/me/rl755_data", "models_dir": "/pine/scr/u/me/rl755_models"}
   3. the default, `~/rl755_data` and `~/rl755_models`.
 
+The same file may describe the SLURM cluster under "slurm" (read by `section("slurm")`,
+validated by `rl755.slurm.site`), e.g.
+    {"slurm": {"partition": "general", "gpu_partition": "volta-gpu", "gpu_qos": "gpu_access"}}
+
 Per-environment locations follow one layout, so every environment folder looks alike:
     <data_dir>/<env folder>/raw_rollouts/rollouts-{split}*.tfrecord-*
     <data_dir>/<env folder>/encoded_rollouts/<name>/encoded-{split}*.tfrecord-*
@@ -22,6 +26,8 @@ _SETTINGS = {
     "data_dir": ("RL755_DATA_DIR", "~/rl755_data"),
     "models_dir": ("RL755_MODELS_DIR", "~/rl755_models"),
 }
+# Settings that are JSON objects, each validated by the code that reads it.
+_SECTIONS = ("slurm",)
 
 
 def config_file() -> Path:
@@ -40,12 +46,15 @@ def _load_file() -> dict:
         ) from e
     if not isinstance(data, dict):
         raise ValueError(f"rl755 config file {path} must hold a JSON object, got {type(data)}.")
-    unknown = set(data) - set(_SETTINGS)
+    unknown = set(data) - set(_SETTINGS) - set(_SECTIONS)
     if unknown:
         raise ValueError(
             f"rl755 config file {path} has unknown keys {sorted(unknown)}; "
-            f"valid keys: {sorted(_SETTINGS)}."
+            f"valid keys: {sorted(set(_SETTINGS) | set(_SECTIONS))}."
         )
+    for name in _SECTIONS:
+        if not isinstance(data.get(name, {}), dict):
+            raise ValueError(f'rl755 config file {path}: "{name}" must be a JSON object.')
     return data
 
 
@@ -56,6 +65,13 @@ def get(name: str) -> Path:
     env_var, default = _SETTINGS[name]
     value = os.environ.get(env_var) or _load_file().get(name) or default
     return Path(value).expanduser()
+
+
+def section(name: str) -> dict:
+    """The JSON object `name` of the config file ({} when absent), e.g. section("slurm")."""
+    if name not in _SECTIONS:
+        raise ValueError(f"Unknown rl755 config section {name!r}; valid: {list(_SECTIONS)}.")
+    return dict(_load_file().get(name, {}))
 
 
 def data_dir() -> Path:

@@ -9,6 +9,9 @@ WorkerFailure        a Ray task or actor failed or hung more often than allowed
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 
 class BadInput(ValueError):
     """Invalid flags or input files; the message says what to do (scripts print it cleanly)."""
@@ -20,3 +23,14 @@ class NonFiniteLossError(FloatingPointError):
 
 class WorkerFailure(RuntimeError):
     """A Ray task or actor failed (or hung past its timeout) more often than allowed."""
+
+
+@contextlib.contextmanager
+def exit_on_bad_input():
+    """For a stage script's main(): a BadInput ends the process with its message on stderr
+    ("error: ...") and exit status 2, without a traceback."""
+    try:
+        yield
+    except BadInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -40,8 +40,15 @@ from rl755.common.errors import WorkerFailure
 
 log = logging.getLogger(__name__)
 
+# Starts of a local Ray cluster tried before giving up: on a loaded machine its node may not
+# register within Ray's fixed 30 s.
+START_ATTEMPTS = 3
 # How often the driver wakes up (deadlines, progress callbacks), in seconds.
 POLL_S = 0.5
+
+
+def _drop_token_notice(record: logging.LogRecord) -> bool:
+    return "Token authentication is enabled for this Ray cluster" not in record.getMessage()
 
 
 def start_ray(num_cpus: int, address: str | None = None) -> bool:
@@ -54,14 +61,32 @@ def start_ray(num_cpus: int, address: str | None = None) -> bool:
         return False
     # Workers import TensorFlow when they unpickle rl755 code: keep its start-up chatter out
     # (local workers inherit this process's environment; remote ones get runtime_env).
-    from rl755.common import tf_setup
+    from rl755.common import determinism, tf_setup
 
     tf_setup.quiet()
-    runtime_env = {"env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2"}}
+    # Workers get the stage's op determinism too (rl755.common.determinism).
+    runtime_env = {"env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2", **determinism.child_environ()}}
     if address:
         ray.init(address=address, runtime_env=runtime_env)
-    else:
-        ray.init(num_cpus=max(1, int(num_cpus)), include_dashboard=False, runtime_env=runtime_env)
+        return True
+    # A new local cluster uses token authentication (Ray's default) and says so in a
+    # warning on every start; the notice is dropped, the setting kept.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
+        _drop_token_notice
+    )
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            ray.init(
+                num_cpus=max(1, int(num_cpus)), include_dashboard=False, runtime_env=runtime_env
+            )
+            return True
+        except Exception as e:  # Ray raises a bare Exception when its node starts too slowly
+            if "timed out during startup" not in str(e) or attempt == START_ATTEMPTS:
+                raise
+            log.warning(
+                "Ray did not start in time (attempt %d, a loaded machine?): retrying.", attempt
+            )
+            ray.shutdown()
     return True
 
 

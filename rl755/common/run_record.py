@@ -17,7 +17,9 @@ tasks) can share one out_dir. A record holds:
     git: {commit, dirty, root} of the rl755 checkout (None outside a git checkout),
     slurm: {job_id, array_job_id, array_task_id, node_list, partition, restart_count}
            (only the SLURM_* variables present; {} outside SLURM),
-    start_time, end_time (ISO 8601 UTC), status, error.
+    start_time, end_time (ISO 8601 UTC), status, error,
+    determinism: {seed, deterministic, decided_by, op_determinism, tensorflow, thread counts}
+           as the stage set it (`rl755.common.determinism.configure`; None if it never did).
 
 status is "running", then "completed", "failed" (error = the exception text) or
 "interrupted" (KeyboardInterrupt, or SIGTERM as sent by `scancel`, preemption and
@@ -38,9 +40,9 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from rl755.common import sharded_io
+from rl755.common import determinism, sharded_io
 
 RUNS_SUBDIR = "runs"
 
@@ -122,6 +124,7 @@ class RunRecord:
             "python": sys.executable,
             "git": git_info(),
             "slurm": slurm_info(),
+            "determinism": determinism.current_dict(),
             "start_time": _now(),
             "end_time": None,
             "status": "running",
@@ -187,7 +190,39 @@ def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
         if restore is not None:
             signal.signal(signal.SIGTERM, restore)
         record.data["end_time"] = _now()
+        record.data["determinism"] = determinism.current_dict()
         record.write()
+
+
+def _files_under(root: str) -> set[str]:
+    out = set()
+    for dirpath, _, filenames in os.walk(root):
+        out.update(os.path.relpath(os.path.join(dirpath, n), root) for n in filenames)
+    return out
+
+
+@contextlib.contextmanager
+def removed_on_failure(out_dir: str, is_progress: Callable[[str], bool]) -> Iterator[None]:
+    """If the body raises, deletes the files it created in `out_dir` (and directories left
+    empty), except run records, unless it created progress worth resuming from
+    (`is_progress(relative path)`, e.g. a checkpoint marker), which keeps them all. For a
+    directory that one run writes at a time (a model_dir). The exception propagates."""
+    before = _files_under(out_dir)
+    dirs_before = {d for d, _, _ in os.walk(out_dir)}
+    try:
+        yield
+    except BaseException:
+        new = sorted(_files_under(out_dir) - before)
+        new = [p for p in new if p.split(os.sep)[0] != RUNS_SUBDIR]
+        if not any(is_progress(p) for p in new):
+            for rel in new:
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(out_dir, rel))
+            for dirpath, _, _ in sorted(os.walk(out_dir), key=lambda w: -len(w[0])):
+                if dirpath not in dirs_before and not os.listdir(dirpath):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(dirpath)
+        raise
 
 
 def read_records(root: str) -> list[dict]:

@@ -1,4 +1,15 @@
-"""Process-level TensorFlow set-up: thread pools sized to a worker's share of the cores.
+"""Process-level TensorFlow set-up: quiet start-up, thread pools sized to a worker's share
+of the cores.
+
+Quiet start-up. Importing TensorFlow 2.21 writes a dozen lines to stderr from C++ code that
+logs before absl's logging is initialized, so TF_CPP_MIN_LOG_LEVEL does not reach them:
+"All log messages before absl::InitializeLog() ...", the oneDNN notice, "Could not find cuda
+drivers", and on a machine without an NVIDIA device the cuInit error of the first device
+query. Every Ray worker repeats them. `quiet()` (run by `import rl755`, so in every stage and
+every worker that unpickles rl755 code) sets TF_CPP_MIN_LOG_LEVEL=2 and catches stderr while
+TensorFlow is first imported and its devices are first listed, then writes back every line
+except those (`NOISE`). Other warnings and errors pass; the cuInit error too on a machine
+with an NVIDIA device. RL755_TF_STARTUP_LOGS=1 shows everything.
 
 Two workers each using every core for math slow each other down ~5x (measured on the
 World Models PyTorch port); call `limit_threads(n)` before TF runs any op.
@@ -6,13 +17,92 @@ World Models PyTorch port); call `limit_threads(n)` before TF runs any op.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.abc
+import importlib.util
 import os
 import sys
+import tempfile
+
+# Start-up lines that say nothing a user can act on (substrings).
+NOISE = (
+    "All log messages before absl::InitializeLog() is called are written to STDERR",
+    "oneDNN custom operations are on",
+    "Could not find cuda drivers on your machine",
+    "TF-TRT Warning: Could not find TensorRT",
+    "Unable to register cuDNN factory",
+    "Unable to register cuFFT factory",
+    "Unable to register cuBLAS factory",
+    "computation placer already registered",
+)
+# ... and on a machine without an NVIDIA device (on a GPU node they matter).
+NOISE_WITHOUT_GPU = ("failed call to cuInit",)
+
+
+def _has_nvidia_device() -> bool:
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
+
+
+def is_noise(line: str) -> bool:
+    """Whether a stderr line is TensorFlow start-up chatter (see `NOISE`)."""
+    if any(n in line for n in NOISE):
+        return True
+    return not _has_nvidia_device() and any(n in line for n in NOISE_WITHOUT_GPU)
+
+
+@contextlib.contextmanager
+def filtered_stderr():
+    """Catches what the process writes to file descriptor 2 in the body (C++ code too) and
+    writes it back without the `is_noise` lines when the body ends."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            lines = tmp.read().decode(errors="replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if not is_noise(line))
+            if kept:
+                os.write(2, kept.encode())
+
+
+class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
+    """Runs the first `import tensorflow` (and its first device listing) in `filtered_stderr`."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "tensorflow":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def quiet_exec_module(module):
+            with filtered_stderr():
+                exec_module(module)
+                with contextlib.suppress(Exception):  # CUDA is probed (cuInit) here
+                    module.config.list_physical_devices()
+
+        spec.loader.exec_module = quiet_exec_module
+        return spec
 
 
 def quiet() -> None:
-    """Silences TF's C++ start-up chatter (call before importing tensorflow)."""
+    """Silences TensorFlow's start-up chatter in this process (see the module docstring).
+    Call before TensorFlow is imported; `import rl755` does."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if os.environ.get("RL755_TF_STARTUP_LOGS") == "1" or "tensorflow" in sys.modules:
+        return
+    if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietTensorFlowImport())
 
 
 def limit_threads(num_threads: int | None) -> None:

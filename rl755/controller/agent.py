@@ -1,7 +1,8 @@
 """Encoder + sequential model + controller, batched over several environments.
 
 World Models' agent: at step t the encoder turns the frame into z_t, the controller acts on
-[z_t, h_t], and the sequential model advances h_{t+1}, state = step(z_t, a_t, state).
+[z_t, h_t] (or [z_t, h_t, c_t] with `cell_state=True`: the LSTM's memory cell too, as the
+paper's Doom agent), and the sequential model advances h_{t+1}, state = step(z_t, a_t, state).
 `WorldModelAgent` runs these networks once per step for E environments together, each
 environment with its own controller parameters (a different CMA-ES member or trial):
 
@@ -52,14 +53,34 @@ def check_sizes(environment: Environments, encoder=None, sequential_model=None) 
             )
 
 
-def feature_size(environment: Environments, encoder=None, sequential_model=None) -> int:
-    """D, the controller's input size: Z (+ H), or the flattened frame without an encoder."""
+def feature_size(
+    environment: Environments, encoder=None, sequential_model=None, cell_state: bool = False
+) -> int:
+    """D, the controller's input size: Z (+ H (+ C)), or the flattened frame without an encoder."""
     if encoder is None:
         return int(math.prod(environment.observation_shape))
     size = encoder.representation_size
     if sequential_model is not None:
         size += sequential_model.hidden_size
+        if cell_state:
+            if not sequential_model.cell_size:
+                raise ValueError(
+                    "--cell_state needs a sequential model with a memory cell (an LSTM or "
+                    f"MDN-RNN); {getattr(sequential_model, 'name', 'this model')} has none."
+                )
+            size += sequential_model.cell_size
     return int(size)
+
+
+def controller_features(z, h=None, state=None, sequential_model=None, cell_state=False):
+    """The controller's input [B, D]: z [B, Z], then h [B, H] and the cell c [B, C] of `state`
+    (the state h came with) when a sequential model is used."""
+    if sequential_model is None:
+        return z
+    parts = [z, h]
+    if cell_state:
+        parts.append(tf.cast(sequential_model.cell_state(state), z.dtype))
+    return tf.concat(parts, axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +94,8 @@ class AgentSpec:
       encoder_fn: () -> ObservationEncoder, or None for a controller on raw pixels / 255.
       sequential_model_fn: () -> SequentialModel, or None for a V-only (z-only) controller.
       encoder_name, sequential_model_name: descriptions saved with the controller.
+      cell_state: the controller also reads the sequential model's memory cell c (World
+        Models' Doom agent: z, h and c; needs an LSTM-based model).
     """
 
     environment: str
@@ -82,6 +105,7 @@ class AgentSpec:
     sequential_model_fn: Callable | None = None
     encoder_name: str = "none"
     sequential_model_name: str = "none"
+    cell_state: bool = False
 
     @property
     def env(self) -> Environments:
@@ -106,7 +130,7 @@ class AgentSpec:
     def build_controller(self, encoder=None, sequential_model=None):
         return controllers_lib.make_controller(
             self.controller,
-            feature_size(self.env, encoder, sequential_model),
+            feature_size(self.env, encoder, sequential_model, self.cell_state),
             environment=self.env,
             **dict(self.controller_kwargs),
         )
@@ -115,7 +139,12 @@ class AgentSpec:
         encoder, seq = self.build_models()
         controller = self.build_controller(encoder, seq)
         return WorldModelAgent(
-            controller, encoder, seq, use_tf_function=use_tf_function, action_fn=self.action_fn
+            controller,
+            encoder,
+            seq,
+            use_tf_function=use_tf_function,
+            action_fn=self.action_fn,
+            cell_state=self.cell_state,
         )
 
     @property
@@ -128,7 +157,13 @@ class WorldModelAgent:
     """Batched acting with encoder (optional) + sequential model (optional) + controller."""
 
     def __init__(
-        self, controller, encoder=None, sequential_model=None, use_tf_function=True, action_fn=None
+        self,
+        controller,
+        encoder=None,
+        sequential_model=None,
+        use_tf_function=True,
+        action_fn=None,
+        cell_state=False,
     ):
         # action_fn: controller outputs [E, A] -> the environment's stored actions (one-hot
         # for discrete environments, `Environments.to_stored_action`); None keeps them.
@@ -136,6 +171,7 @@ class WorldModelAgent:
         self.action_fn = action_fn
         self.encoder = encoder
         self.sequential_model = sequential_model
+        self.cell_state = bool(cell_state)
         self.hidden_size = sequential_model.hidden_size if sequential_model is not None else 0
         self._step_fn = tf.function(self._step) if use_tf_function else self._step
         self._encode_fn = tf.function(self._encode) if use_tf_function else self._encode
@@ -154,7 +190,7 @@ class WorldModelAgent:
 
     def _step(self, obs, params, h, state, override=None, use_override=None):
         z = self._encode(obs)  # [E, Z]
-        features = tf.concat([z, h], axis=1) if self.sequential_model is not None else z
+        features = controller_features(z, h, state, self.sequential_model, self.cell_state)
         actions = self.controller.act(params, features[:, None, :])[:, 0, :]  # [E, A]
         if self.action_fn is not None:
             actions = self.action_fn(actions)  # what the sequential model was trained on

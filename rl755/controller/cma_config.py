@@ -36,6 +36,8 @@ class CmaConfig:
     sigma: CMA-ES initial step size.
     seed: base seed (trial seeds, CMA-ES sampling, eval seeds).
     temperature: dream sampling temperature.
+    done_threshold: dream episode ends: 0 draws Bernoulli(done_prob) each step; p > 0 ends an
+      episode as soon as done_prob > p (World Models' Doom dream ~ 0.09; rl755.controller.dream_eval).
     eval_every: real evaluation of the best member every this many generations (0: never).
     eval_episodes: episodes of that evaluation.
     dream_initial_states: K real reset frames encoded as dream starting points.
@@ -49,6 +51,7 @@ class CmaConfig:
     sigma: float = 0.1
     seed: int = 0
     temperature: float = 1.0
+    done_threshold: float = 0.0
     eval_every: int = 25
     eval_episodes: int = 16
     dream_initial_states: int = 256
@@ -61,6 +64,8 @@ class CmaConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.population_size < 2:
             raise ValueError("CMA-ES needs population_size >= 2.")
+        if not 0.0 <= self.done_threshold < 1.0:
+            raise ValueError(f"done_threshold must be in [0, 1), got {self.done_threshold}.")
         if self.sigma <= 0:
             raise ValueError(f"sigma must be > 0, got {self.sigma}.")
 

@@ -18,10 +18,21 @@ Saved after every generation as a checkpoint of rl755.common.checkpoints (the ne
 
     model-007.json        marker: step (= generation), generation, meta, population_size,
                           best_fitness, history, evals (without params)
-    model-007.cma.pkl     the pickled CMAEvolutionStrategy
+    model-007.cma.pkl     the pickled CMAEvolutionStrategy, without what can be recomputed
     model-007.params.npz  best_params [N], eval_params [E, N]
 
 so a resumed run continues with the same CMA-ES state, exactly.
+
+Size. Up to `FULL_COVARIANCE_MAX_PARAMS` parameters CMA-ES keeps a full N x N covariance C
+(the paper's controllers: 867 for CarRacing, 1,731 for DoomTakeCover's 3 one-hot actions);
+above it, diagonal (separable) CMA-ES: a full C and its eigenvectors are 2 N^2 floats (388 MB
+for a 4,913-parameter controller), sampling and updating them costs O(N^2) to O(N^3) per
+generation, and C adapts on a time scale of ~N^2 / P generations anyway. `meta["cma_covariance"]`
+(controller.json) says which. A full-covariance checkpoint stores C but not its eigen
+decomposition B, D (`checkpoint_es`): every save is followed by a fresh decomposition of C in the
+running process (`refresh_decomposition`), and a load repeats exactly that, so both continue
+from identical B and D. A checkpoint is therefore ~8 N^2 bytes (full) or ~P x N x 16 bytes
+(diagonal).
 """
 
 from __future__ import annotations
@@ -39,7 +50,61 @@ log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 2
 OLD_FORMAT_FILE = "checkpoint.pkl"  # the trainer's single pickle before the common format
 SUMMARY = "summary.json"
-FULL_COVARIANCE_MAX_PARAMS = 10_000  # above this, diagonal CMA-ES (memory and time ~ N^2)
+FULL_COVARIANCE_MAX_PARAMS = 2_000  # above this, diagonal CMA-ES (see the module docstring)
+
+
+def covariance_kind(num_params: int) -> str:
+    """ "full" up to FULL_COVARIANCE_MAX_PARAMS parameters, else "diagonal"."""
+    return "full" if num_params <= FULL_COVARIANCE_MAX_PARAMS else "diagonal"
+
+
+def describe_covariance(num_params: int, kind: str | None = None) -> str:
+    """One log line saying which CMA-ES runs (`kind`, default `covariance_kind`), and why."""
+    if (kind or covariance_kind(num_params)) == "full":
+        return f"CMA-ES with a full covariance matrix ({num_params} parameters)."
+    return (
+        f"{num_params} parameters > {FULL_COVARIANCE_MAX_PARAMS}: diagonal (separable) CMA-ES "
+        f"(a full covariance would hold {num_params}^2 floats and adapt over ~N^2/P "
+        "generations); controller.json records cma_covariance=diagonal."
+    )
+
+
+def _is_full(es) -> bool:
+    import cma
+
+    return isinstance(es.sm, cma.sampler.GaussFullSampler)
+
+
+def refresh_decomposition(es) -> None:
+    """Eigen-decomposes the current covariance now (O(N^3)), as `load_es` does after a load."""
+    if _is_full(es):
+        es.sm.update_now(-1)  # < 0: even if CMA-ES's lazy schedule would wait
+        es._updateBDfromSM()
+
+
+def checkpoint_es(es, path: str) -> None:
+    """Pickles `es` without its eigen decomposition (B: N x N), then refreshes the live
+    decomposition so the running process and a resumed one continue identically."""
+    if not _is_full(es):
+        with open(path, "wb") as f:
+            pickle.dump(es, f)
+        return
+    kept = es.sm.B, es.B, es.sm._inverse_root_C
+    es.sm.B = es.B = es.sm._inverse_root_C = None
+    try:
+        with open(path, "wb") as f:
+            pickle.dump(es, f)
+    finally:
+        es.sm.B, es.B, es.sm._inverse_root_C = kept
+    refresh_decomposition(es)
+
+
+def load_es(path: str):
+    """The CMAEvolutionStrategy of `checkpoint_es`, its decomposition recomputed."""
+    with open(path, "rb") as f:
+        es = pickle.load(f)
+    refresh_decomposition(es)
+    return es
 
 
 def new_state(num_params: int, sigma: float, population_size: int, seed: int, meta: dict):
@@ -47,15 +112,12 @@ def new_state(num_params: int, sigma: float, population_size: int, seed: int, me
     import cma
 
     options = {"popsize": population_size, "seed": seed + 1, "verbose": -9}
-    if num_params > FULL_COVARIANCE_MAX_PARAMS:
-        # A full N x N covariance is N^2 floats (a pixel controller on CarRacing: 83k
-        # parameters -> 55 GB): use separable (diagonal) CMA-ES instead.
+    if covariance_kind(num_params) == "diagonal":
         options["CMA_diagonal"] = True
-        log.info("%d parameters: using diagonal (separable) CMA-ES.", num_params)
     return {
         "generation": 0,
         "es": cma.CMAEvolutionStrategy(np.zeros(num_params), sigma, options),
-        "meta": meta,
+        "meta": dict(meta, cma_covariance=covariance_kind(num_params)),
         "population_size": population_size,
         "best_params": None,
         "best_fitness": -np.inf,
@@ -69,8 +131,7 @@ def save_state(model_dir: str, state: dict) -> checkpoints.Checkpoint:
     n = int(state["meta"]["num_params"])
 
     def write_es(path: str) -> None:
-        with open(path, "wb") as f:
-            pickle.dump(state["es"], f)
+        checkpoint_es(state["es"], path)
 
     def write_params(path: str) -> None:
         best = state["best_params"]
@@ -108,8 +169,7 @@ def load_state(model_dir: str) -> dict | None:
                 "controller_params.npy) still loads; to train further, use another --model_dir."
             )
         return None
-    with open(ckpt.path("cma_state"), "rb") as f:
-        es = pickle.load(f)
+    es = load_es(ckpt.path("cma_state"))
     with np.load(ckpt.path("params")) as data:
         best = data["best_params"]
         eval_params = data["eval_params"]
@@ -118,7 +178,7 @@ def load_state(model_dir: str) -> dict | None:
     return {
         "generation": int(info["generation"]),
         "es": es,
-        "meta": info["meta"],
+        "meta": dict(info["meta"], cma_covariance="full" if _is_full(es) else "diagonal"),
         "population_size": int(info["population_size"]),
         "best_params": best if best.size else None,
         "best_fitness": float(info["best_fitness"]),

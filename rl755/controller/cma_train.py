@@ -14,8 +14,9 @@ are shared by all members of the generation; its fitness is the mean return. The
   fitness/{mean,best,worst}, cma/sigma, perf/{env,dream}_steps_per_second, the run's flags;
   validation/ eval/real_{mean,std} and eval/dream_to_real_gap (dream mode);
 - a checkpoint (rl755.controller.cma_state: the CMA-ES state, in the format of
-  rl755.common.checkpoints), and the trained controller (`controller.json` +
-  `controller_params.npy`, see `rl755.controller.saved`);
+  rl755.common.checkpoints; full covariance up to 2,000 parameters, diagonal above, as the
+  log and controller.json's "cma_covariance" say), and the trained controller
+  (`controller.json` + `controller_params.npy`, see `rl755.controller.saved`);
 - `<model_dir>/learning_curve.png` and `<model_dir>/summary.json`.
 
 Every `eval_every` generations the generation's best member plays `eval_episodes` real
@@ -138,12 +139,18 @@ def run_cma_es(
     if cfg.mode == "dream":
         _check_dream_model(spec, encoder, seq, cfg)
     meta = saved.controller_meta(spec, controller)
-    meta.update(mode=cfg.mode, temperature=cfg.temperature if cfg.mode == "dream" else None)
+    dream = cfg.mode == "dream"
+    meta.update(
+        mode=cfg.mode,
+        temperature=cfg.temperature if dream else None,
+        done_threshold=cfg.done_threshold if dream else None,
+    )
 
     os.makedirs(model_dir, exist_ok=True)
     state = _resumable_state(model_dir, cfg, meta, controller.input_size)
     es = state["es"]
     start = state["generation"]
+    log.info(cma_state.describe_covariance(meta["num_params"], state["meta"]["cma_covariance"]))
     if start >= cfg.generations:
         log.info("%s already has %d generations (asked: %d).", model_dir, start, cfg.generations)
 
@@ -178,7 +185,14 @@ def run_cma_es(
 
             z0 = encoded_initial_states(make_env, encode, init_seeds)
             dream = DreamEvaluator(
-                seq, controller, z0, cfg.rollout_max_steps, cfg.temperature, spec.action_fn
+                seq,
+                controller,
+                z0,
+                cfg.rollout_max_steps,
+                cfg.temperature,
+                spec.action_fn,
+                cell_state=spec.cell_state,
+                done_threshold=cfg.done_threshold,
             )
 
         for gen in range(start, cfg.generations):
@@ -312,17 +326,21 @@ def train_controller(
     encoder_model: str | None = None,
     representation_size: int | None = None,
     sequential_model_dir: str | None = None,
+    cell_state: bool = False,
     cma_config: CmaConfig,
     pool: PoolConfig,
     run_flags: dict | None = None,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/train_controller.py runs: resolves names (failing fast), records
     the run in <model_dir>/runs/, then `run_cma_es`. `run_flags` go into the run record and
-    TensorBoard (default: the configs)."""
-    from rl755.common import run_record
+    TensorBoard (default: the configs). `deterministic`: `rl755.common.determinism.configure`
+    with `cma_config.seed` (None: on without a GPU); the evaluation workers inherit it."""
+    from rl755.common import determinism, run_record
     from rl755.controller.resolve import make_agent_spec
 
     cma_config.validate()
+    determinism.configure(cma_config.seed, deterministic)
     spec = make_agent_spec(
         environment,
         controller,
@@ -333,6 +351,7 @@ def train_controller(
         representation_size=representation_size,
         hidden_units=hidden_units,
         sequential_model_dir=sequential_model_dir,
+        cell_state=cell_state,
     )
     flags = dict(run_flags or {})
     with run_record.record_run(model_dir, flags, stage="train_controller"):

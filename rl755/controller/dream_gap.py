@@ -29,7 +29,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from rl755.controller.agent import AgentSpec
+from rl755.controller.agent import AgentSpec, feature_size
 from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
 from rl755.controller.evaluate import (
     checked_params,
@@ -91,6 +91,7 @@ def measure_dream_gap(
     seed: int = 0,
     max_steps: int | None = None,
     envs_at_once: int = 4,
+    done_threshold: float = 0.0,
 ) -> dict:
     """Scores the reference policies (and the controller `params` [N], if given) in the dream
     of `spec`'s sequential model and in the real environment, on the same seeds.
@@ -117,7 +118,7 @@ def measure_dream_gap(
         return encoder.compute_full_representation(tf.constant(frames))[0].numpy()
 
     z0 = encoded_initial_states(make_env, encode, seeds)  # [E, Z]
-    input_size = seq.representation_size + seq.hidden_size
+    input_size = feature_size(env_enum, encoder, seq, spec.cell_state)
     low = np.zeros(env_enum.action_size) if env_enum.is_discrete else env_enum.action_low
     high = np.ones(env_enum.action_size) if env_enum.is_discrete else env_enum.action_high
     trials = np.arange(num_episodes)
@@ -127,7 +128,16 @@ def measure_dream_gap(
         return {**stats(out["returns"][0]), "steps_mean": float(out["steps"][0].mean())}
 
     def evaluator(controller):
-        return DreamEvaluator(seq, controller, z0, max_steps, temperature, spec.action_fn)
+        return DreamEvaluator(
+            seq,
+            controller,
+            z0,
+            max_steps,
+            temperature,
+            spec.action_fn,
+            cell_state=spec.cell_state,
+            done_threshold=done_threshold,
+        )
 
     constant = evaluator(_FixedPolicy(input_size, low, high))
     random = evaluator(_FixedPolicy(input_size, low, high, random=True))
@@ -155,6 +165,7 @@ def measure_dream_gap(
         "encoder": spec.encoder_name,
         "sequential_model": spec.sequential_model_name,
         "temperature": float(temperature),
+        "done_threshold": float(done_threshold),
         "num_episodes": int(num_episodes),
         "seed": int(seed),
         "max_steps": int(max_steps),
@@ -186,8 +197,10 @@ def dream_gap(
     num_episodes: int = 100,
     seed: int = 0,
     max_steps: int | None = None,
+    done_threshold: float | None = None,
     out_dir: str | None = None,
     run_flags: dict | None = None,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/dream_gap.py runs.
 
@@ -195,12 +208,14 @@ def dream_gap(
     (for a dream-trained controller) the temperature, and the controller is scored too;
     `encoder` / `sequential_model[_dir]` / `temperature` override them. Without it, the
     encoder and a sequential model must be named. Writes <out_dir>/dream_gap.json (default
-    <controller_dir>/dream_gap) and returns its dict.
+    <controller_dir>/dream_gap) and returns its dict. `deterministic`:
+    `rl755.common.determinism.configure` with `seed` (None: on without a GPU).
     """
-    from rl755.common import run_record, sharded_io
+    from rl755.common import determinism, run_record, sharded_io
     from rl755.controller import resolve, saved
     from rl755.environments import Environments
 
+    determinism.configure(seed, deterministic)
     env = Environments.from_name(environment)
     params = None
     if controller_dir:
@@ -210,6 +225,8 @@ def dream_gap(
         params = trained.params
         if temperature is None:
             temperature = meta.get("temperature")
+        if done_threshold is None:
+            done_threshold = meta.get("done_threshold")
         out_dir = out_dir or os.path.join(controller_dir, "dream_gap")
     else:
         if not out_dir:
@@ -222,6 +239,7 @@ def dream_gap(
             sequential_model_dir=sequential_model_dir,
         )
     temperature = 1.0 if temperature is None else float(temperature)
+    done_threshold = 0.0 if done_threshold is None else float(done_threshold)
     with run_record.record_run(out_dir, dict(run_flags or {}), stage="dream_gap"):
         gap = measure_dream_gap(
             spec,
@@ -230,6 +248,7 @@ def dream_gap(
             num_episodes=num_episodes,
             seed=seed,
             max_steps=max_steps,
+            done_threshold=done_threshold,
         )
         gap["out_dir"] = os.path.abspath(out_dir)
         sharded_io.write_json_atomic(os.path.join(out_dir, "dream_gap.json"), gap)

@@ -210,12 +210,16 @@ def evaluate_controller(
     envs_at_once: int = 4,
     compare_random: bool = False,
     run_flags: dict | None = None,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/evaluate_controller.py runs: loads the trained controller of
     `controller_dir` (its encoder/sequential model names come from its controller.json unless
     given), checks the environment, and evaluates it. `out_dir` defaults to
-    `<controller dir>/evaluation`."""
-    from rl755.common import run_record
+    `<controller dir>/evaluation`. `deterministic`: `rl755.common.determinism.configure`
+    with `seed` (None: on without a GPU)."""
+    from rl755.common import determinism, run_record
+
+    determinism.configure(seed, deterministic)
     from rl755.controller import resolve, saved
     from rl755.environments import Environments
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rl755.common import determinism
 from rl755.common.ray_pool import Job, RayWorkerPool
 from rl755.controller.agent import AgentSpec, run_episodes
 
@@ -102,7 +103,11 @@ class RealEvaluator:
             first_job_extra_s=float(startup_timeout_s),
             retry_errors=True,
             cpus_per_worker=threads_per_worker,
-            env_vars={"OMP_NUM_THREADS": str(threads_per_worker), **(worker_env_vars or {})},
+            env_vars={
+                "OMP_NUM_THREADS": str(threads_per_worker),
+                **determinism.child_environ(),
+                **(worker_env_vars or {}),
+            },
             hint="Check the workers' logs (Ray: /tmp/ray/session_latest/logs); raise "
             "--trial_timeout_s if episodes are just slow.",
             ray_address=ray_address,

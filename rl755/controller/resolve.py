@@ -75,6 +75,7 @@ def make_agent_spec(
     representation_size: int | None = None,
     hidden_units: int | None = None,
     sequential_model_dir: str | None = None,
+    cell_state: bool = False,
 ) -> AgentSpec:
     """Strictly resolves names (no models are built here); see the module docstring."""
     env = Environments.from_name(environment)
@@ -107,6 +108,7 @@ def make_agent_spec(
         sequential_model_fn=seq_fn,
         encoder_name=encoder_name,
         sequential_model_name=sequential_model or NONE,
+        cell_state=bool(cell_state),
     )
 
 
@@ -134,4 +136,5 @@ def spec_for_trained(trained, encoder_fn=None, sequential_model_fn=None) -> Agen
         sequential_model_fn=sequential_model_fn,
         encoder_name=meta["encoder"],
         sequential_model_name=meta["sequential_model"],
+        cell_state=bool(meta.get("cell_state", False)),
     )

@@ -5,7 +5,7 @@ A controller model directory (written by `cma_train.run_cma_es` every generation
     controller.json          {"environment", "controller", "controller_kwargs", "input_size",
                               "action_size", "num_params", "encoder", "sequential_model",
                               "generation", "score", "score_source", "mode" (real or dream),
-                              "temperature" (dream)}
+                              "temperature" (dream), "cma_covariance" (full or diagonal)}
     controller_params.npy    float64 [N], the selected parameters: the best member by real
                              evaluation if any was run, else the best by training fitness
     model-NNN.json, ...      CMA-ES state (for resuming), see cma_state
@@ -43,6 +43,7 @@ def controller_meta(spec, controller) -> dict:
         "num_params": controller.num_params,
         "encoder": spec.encoder_name,
         "sequential_model": spec.sequential_model_name,
+        "cell_state": bool(spec.cell_state),
     }
 
 

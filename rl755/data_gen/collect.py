@@ -32,7 +32,7 @@ import json
 import logging
 import os
 
-from rl755.common import config, sharded_io
+from rl755.common import config, determinism, sharded_io
 from rl755.common.errors import BadInput
 from rl755.data_gen import shards
 from rl755.data_gen.episodes import random_base_seed, rollout_seed
@@ -139,6 +139,7 @@ def collect_rollouts(
     rollout_timeout: float | None = None,
     controller_dir: str | None = None,
     random_action_prob: float = 0.0,
+    deterministic: bool | None = None,
 ) -> dict:
     """Collects exactly `num_rollouts` rollouts and writes them to `out_dir`.
 
@@ -162,6 +163,9 @@ def collect_rollouts(
       rollout_timeout: seconds per rollout after which a Ray task (a pickle or a shard) is
         killed and retried; None or 0: no limit. Ignored in-process (parallelism 1).
       run_flags: flags recorded in `<out_dir>/runs/` (see rl755.common.run_record).
+      deterministic: `rl755.common.determinism.configure` (None: on without a GPU). Rollout
+        i is a function of its seed whether or not (its environment permitting); it matters
+        for policies that run networks (`--policy=controller`).
     Returns:
       {"out_dir", "seed", "tag", "files": [paths], "written", "skipped", "rollouts", "frames",
        "bytes", "cpu_seconds" (of the workers' rollout tasks)}
@@ -184,6 +188,7 @@ def collect_rollouts(
     if seed is None:
         seed = random_base_seed()
         log.info("Base seed %d (pass --seed=%d to reproduce this run).", seed, seed)
+    determinism.configure(seed, deterministic)
     # The tag's first part names the rollouts (seed and what shapes them), the second the
     # shard layout; the same rollouts in another layout would be duplicates in the dataset.
     tag = run_tag(env=env_enum.name, policy=key, max_steps=max_steps, seed=seed)[:6]

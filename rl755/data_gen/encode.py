@@ -22,12 +22,18 @@ Each encoded rollout keeps the raw rollout's actions, rewards and done flag and 
     obs_std_l  float32 [T, Z]  the posterior std devs (when the encoder returns "std_devs")
 (`rl755.common.structs.Rollout`). `dataset_info.json` beside the shards records the
 environment, representation size, action size, dtype, encoder model and checkpoint.
+
+Before loading the encoder, each of the instance's input shards is checked to read to the end
+(rl755.common.shard_checks): a truncated or damaged file fails naming it and the finder script,
+before any output. A damaged record met while encoding fails the same way, naming the file; a
+run that fails before any output shard leaves only its failed run record.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import time
@@ -36,7 +42,7 @@ import numpy as np
 from absl import logging
 
 from rl755 import zoo
-from rl755.common import devices, run_record, sharded_io, tf_setup
+from rl755.common import determinism, devices, run_record, shard_checks, sharded_io, tf_setup
 from rl755.common.structs import Rollout, parse_rollout_tensors
 from rl755.data_gen.encode_shards import (
     outer_shard_files,
@@ -182,6 +188,22 @@ def encode_files_to_tfrecord(encode, files, environment, writer) -> tuple[int, i
     return n_rollouts, n_frames
 
 
+@contextlib.contextmanager
+def _dataset_info_removed_on_failure(out_dir: str, created: bool):
+    """A failed instance that wrote dataset_info.json into an empty out_dir takes it back
+    (other instances' shards, or their writes in progress, keep it)."""
+    try:
+        yield
+    except BaseException:
+        busy = sharded_io.list_shards(os.path.join(out_dir, "*.tfrecord-*")) or [
+            n for n in os.listdir(out_dir) if sharded_io.is_tmp_path(n)
+        ]
+        if created and not busy:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(out_dir, sharded_io.DATASET_INFO))
+        raise
+
+
 def encode_raw_rollouts(
     environment: Environments | str,
     model: str,
@@ -200,13 +222,19 @@ def encode_raw_rollouts(
     rollouts_pattern: str | None = None,
     num_threads: int | None = None,
     run_flags: dict | None = None,
+    deterministic: bool | None = None,
+    seed: int = 0,
 ) -> dict:
     """Encodes this instance's outer shard into `num_sub_shards` files; see module docstring.
+
+    Encoding draws no random numbers (posterior means) and reads its files in order;
+    `deterministic` and `seed` go to `rl755.common.determinism.configure` all the same.
 
     Returns {"out_dir", "written": [paths], "skipped": [paths], "rollouts", "frames", "seconds"}.
     """
     tf_setup.limit_threads(num_threads)
     devices.select_gpu(gpu_index)
+    determinism.configure(seed, deterministic)
     env = Environments.from_name(environment)
     compression = sharded_io.normalize_compression(compression)
     if batch_size <= 0:
@@ -220,6 +248,8 @@ def encode_raw_rollouts(
         raise FileNotFoundError(f"{e} Or pass --rollouts_pattern.") from e
     my_files = outer_shard_files(all_files, num_outer_shards, outer_shard_index)
     groups = sub_shard_files(my_files, num_sub_shards)
+    pattern = builder.tfrecords_pattern().format(split=split)
+    shard_checks.check_shards(my_files, pattern)  # before any compute or output
     loaded = load_encoder_for_encoding(env, model, model_dir, checkpoint, representation_size)
     out_dir = resolve_out_dir(env, model, model_dir, out_dir)
     z = int(loaded.encoder.representation_size)
@@ -240,6 +270,8 @@ def encode_raw_rollouts(
     # has_std_devs: one probe frame says whether the encoder gives std devs.
     probe = np.zeros((1, *env.observation_shape), np.uint8)
     info["has_std_devs"] = encode(probe)[1] is not None
+    info_path = os.path.join(out_dir, sharded_io.DATASET_INFO)
+    new_info = not os.path.exists(info_path)
     sharded_io.write_dataset_info(
         out_dir,
         info,
@@ -261,7 +293,10 @@ def encode_raw_rollouts(
         "seconds": 0.0,  # reading, encoding and writing the sub shards (not set-up)
     }
     flags = run_flags if run_flags is not None else {"model": model, "split": split}
-    with run_record.record_run(out_dir, flags, stage="encode_raw_rollouts"):
+    with (
+        run_record.record_run(out_dir, flags, stage="encode_raw_rollouts"),
+        _dataset_info_removed_on_failure(out_dir, new_info),
+    ):
         options = None
         for j, group in enumerate(groups):
             name = output_file_name(
@@ -286,9 +321,12 @@ def encode_raw_rollouts(
 
             options = tf.io.TFRecordOptions(compression_type=compression)
             start = time.time()
-            with sharded_io.atomic_output(final) as tmp:
-                with tf.io.TFRecordWriter(tmp, options=options) as writer:
-                    n_rollouts, n_frames = encode_files_to_tfrecord(encode, group, env, writer)
+            with (
+                shard_checks.naming_bad_shards(group, pattern),
+                sharded_io.atomic_output(final) as tmp,
+                tf.io.TFRecordWriter(tmp, options=options) as writer,
+            ):
+                n_rollouts, n_frames = encode_files_to_tfrecord(encode, group, env, writer)
             secs = time.time() - start
             result["written"].append(final)
             result["rollouts"] += n_rollouts

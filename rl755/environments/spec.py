@@ -68,6 +68,9 @@ class ModelPresets:
         sampler starting only where a whole slice fits had, for L = 100 and Doom's ~320-step
         random rollouts; today's sampler starts slices anywhere).
       transformer_sizes: (preset name, size) for tiny, small and base.
+      unet_filters: filters per resolution of `unet.infilling_unet` (one stride-2 step
+        each; frame sides must divide by 2 ** len), rl755/models/common/unet.py.
+      patch_discriminator_filters: its patch discriminator's stride-2 convolutions.
     """
 
     representation_size: int = 32
@@ -84,6 +87,8 @@ class ModelPresets:
     mdn_rnn_done_pos_weight: float | None = None
     end_weighted_done_pos_weight: float = 50.0
     transformer_sizes: tuple[tuple[str, TransformerSize], ...] = TRANSFORMER_SIZES
+    unet_filters: tuple[int, ...] = (32, 64, 128)
+    patch_discriminator_filters: tuple[int, ...] = (32, 64, 128)
 
     def transformer_size(self, preset: str) -> TransformerSize:
         sizes = dict(self.transformer_sizes)
@@ -122,6 +127,10 @@ class EnvironmentSpec:
       frame_size: (height, width) that `make()` resizes frames to (bilinear, antialiased),
         or None to keep the environment's own frames.
       description: one line shown in listings.
+      reproducible_reset: whether `reset(seed=s)` followed by the same actions replays the
+        same episode, frame for frame. False for a simulator that ignores the seed or honours
+        it only in part; the tests that replay episodes bit-exactly then skip it, saying so
+        (`rl755.testing.replay`), instead of failing on the first differing pixel.
       folder_name: the environment's directory under the data and models dirs.
       presets: model sizes (`ModelPresets`) for rl755.models.catalogue.
     """
@@ -141,6 +150,7 @@ class EnvironmentSpec:
     observation_key: str | None = None
     frame_size: tuple[int, int] | None = None
     description: str = ""
+    reproducible_reset: bool = True
     folder_name: str | None = None
     presets: ModelPresets = dataclasses.field(default_factory=ModelPresets)
 

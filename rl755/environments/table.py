@@ -37,7 +37,8 @@ ENVIRONMENTS: tuple[EnvironmentSpec, ...] = (
         register_module="rl755.testing.fake_env",
         description="Tiny deterministic pixel env for tests and smoke runs (16x16, 24 steps).",
         # Toy sizes: VAE Z = 4 (14,683 params: no crop or resize, conv 8/16 -> 2x2x16, decoder
-        # Dense(64) -> 16/8/3 with kernels 3, 4, 2), LSTM 16, 3 Gaussians, transformers 2x16.
+        # Dense(64) -> 16/8/3 with kernels 3, 4, 2), LSTM 16, 3 Gaussians, transformers 2x16,
+        # infilling U-Net 8/16.
         presets=ModelPresets(
             representation_size=4,
             image_size=None,
@@ -48,6 +49,8 @@ ENVIRONMENTS: tuple[EnvironmentSpec, ...] = (
             rnn_units=16,
             num_components=3,
             transformer_sizes=tuple((p, _TOY_TRANSFORMER) for p in ("tiny", "small", "base")),
+            unet_filters=(8, 16),
+            patch_discriminator_filters=(8, 16),
         ),
     ),
     EnvironmentSpec(

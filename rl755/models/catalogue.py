@@ -47,6 +47,12 @@ Names (an unknown one raises LookupError listing these):
                                      index stage 4 builds in the model dir); the preset's
                                      retrieval settings: retrieval.RETRIEVAL_PRESETS
                                      (rl755/models/common/retrieval.py)
+    unet.infilling_unet              a U-Net that fills the masked pixels of frame t from the K
+                                     frames before it, the actions between them and a noise
+                                     vector (rl755/models/common/unet.py; widths
+                                     presets.unet_filters); trained with or without a patch
+                                     discriminator by scripts/models/train_infilling_unet.py.
+                                     Takes `context_frames=`, `noise_size=`, `use_actions=`.
 
 Sizes come from the environment's `ModelPresets` (Z, crop, image size, LSTM units, mixture
 count, transformer sizes, done weights); keyword arguments override them, e.g.
@@ -64,6 +70,7 @@ from rl755.environments import Environment, Environments
 
 ENCODER = "encoder"
 SEQUENTIAL = "sequential"
+INFILLING = "infilling"  # frame models: context frames + actions -> an infilled frame
 _TRANSFORMER_PRESETS = ("tiny", "small", "base")
 _TRANSFORMER_FAMILIES = ("deterministic", "infilling", "retrieval")
 #: ModelPresets fields that are ConvVae arguments of the same name.
@@ -88,6 +95,17 @@ def _vae(env: Environment, kwargs: dict):
     vae = ConvVae(frame_shape=env.observation_shape, **{**args, **kwargs})
     vae.obs_sampled_per_rollout = obs_sampled_per_rollout
     return vae
+
+
+def _unet(env: Environment, kwargs: dict):
+    from rl755.models.common.unet import InfillingUNet
+
+    args = dict(
+        frame_shape=env.observation_shape,
+        action_size=env.action_size,
+        filters=env.presets.unet_filters,
+    )
+    return InfillingUNet(**{**args, **kwargs})
 
 
 def _sequential(family: str, preset: str | None, heads: bool, end_weighted: bool = False):
@@ -155,15 +173,17 @@ for _family in _TRANSFORMER_FAMILIES:
                 SEQUENTIAL,
                 _sequential(_family, _preset, heads=_heads),
             )
+_BUILDERS["unet.infilling_unet"] = (INFILLING, _unet)
 
 
 def names(kind: str | None = None) -> list[str]:
-    """The model names, all or of one kind ("encoder" or "sequential")."""
+    """The model names, all or of one kind ("encoder", "sequential" or "infilling")."""
     return [n for n, (k, _) in _BUILDERS.items() if kind is None or k == kind]
 
 
 def kind_of(name: str) -> str:
-    """ "encoder" or "sequential"; an unknown name raises LookupError listing the valid ones."""
+    """ "encoder", "sequential" or "infilling"; an unknown name raises LookupError listing
+    the valid ones."""
     return _entry(name)[0]
 
 

@@ -1,10 +1,12 @@
 """The pipeline's presets: the sizes of a run, as each stage script's own flags.
 
-A preset names the environment and the trained models that connect the stages, and gives
+A preset names the environment and the trained models that connect the stages, gives
 each stage's flags by the stage script's own flag names (`scripts/...`; validated by the
 script itself before anything runs, see `rl755.slurm.launcher.check_stage`). The pipeline
 adds only what wires the stages together (`rl755.pipeline.stages.WIRED_FLAGS`): paths,
---environment, the names of the models a stage reads, seeds.
+--environment, the names of the models a stage reads, seeds. And it says what each stage
+asks SLURM for (`resources`: CPUs, memory, GPUs, time; no partition, which is the cluster's
+business: `rl755.pipeline.resources`).
 
     preset = PRESETS["demo"]
     preset.train_encoder["representation_size"]     # 32 (scripts/models/train_obs_encoder.py)
@@ -23,6 +25,8 @@ STAGE_SCRIPTS = {
     "train_controller": "scripts/models/train_controller.py",
     "evaluate": "scripts/models/evaluate_controller.py",
 }
+# Resource groups of a preset: the stages, plus the report that ends a SLURM chain.
+RESOURCE_GROUPS = (*STAGE_SCRIPTS, "report")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +43,10 @@ class Preset:
       collect, train_encoder, encode, train_sequential, train_controller, evaluate: flags of
         each stage's script (`STAGE_SCRIPTS`) by their own names, e.g. train_encoder
         {"model": "vae.Vae", "train_steps": 2000, ...}.
+      resources: per group (`RESOURCE_GROUPS`; "encode" covers both encode stages), what
+        one job (or array task) asks SLURM for: {"cpus": int, "mem": "2G", "gpus": int,
+        "time": "1:00:00"}. GPU stages ask for "gpus": 1; a cluster without GPUs runs them
+        on CPUs with --gpus=0.
       description: one line for `scripts/pipeline.py`.
     """
 
@@ -53,7 +61,13 @@ class Preset:
     train_sequential: dict
     train_controller: dict
     evaluate: dict
+    resources: dict = dataclasses.field(default_factory=dict)
     description: str = ""
+
+    def __post_init__(self):
+        missing = [g for g in RESOURCE_GROUPS if g not in self.resources]
+        if missing:
+            raise ValueError(f"Preset resources lack {missing}; give each of {RESOURCE_GROUPS}.")
 
     def stage_flags(self, stage: str) -> dict:
         if stage not in STAGE_SCRIPTS:
@@ -67,11 +81,24 @@ def _preset(base: dict, **fields) -> Preset:
     for key, value in fields.items():
         if key in STAGE_SCRIPTS:
             merged[key] = {**base.get(key, {}), **value}
+        elif key == "resources":
+            merged[key] = {g: {**base.get(key, {}).get(g, {}), **value.get(g, {})} for g in value}
         else:
             merged[key] = value
     for stage in STAGE_SCRIPTS:
         merged.setdefault(stage, dict(base.get(stage, {})))
     return Preset(**merged)
+
+
+def _resources(cpu: dict, gpu: dict, **per_group) -> dict:
+    """Every group's resources: `gpu` for the GPU stages, `cpu` for the others, then
+    `per_group` for the groups that need something else."""
+    out = {g: dict(cpu) for g in RESOURCE_GROUPS}
+    for g in ("train_encoder", "encode", "train_sequential"):
+        out[g] = dict(gpu)
+    for g, fields in per_group.items():
+        out[g] = {**out[g], **fields}
+    return out
 
 
 _CAR_RACING = dict(
@@ -93,6 +120,11 @@ PRESETS: dict[str, Preset] = {
     "demo": _preset(
         _CAR_RACING,
         description="CarRacing at a small size for a 2-core CPU (~15 min).",
+        resources=_resources(
+            dict(cpus=2, mem="4G", time="2:00:00"),
+            dict(gpus=1, cpus=2, mem="8G", time="2:00:00"),
+            report=dict(cpus=1, mem="4G", time="0:30:00"),
+        ),
         collect=dict(num_rollouts=40, max_steps=300, parallelism=2, rollouts_per_shard=4),
         train_encoder=dict(
             train_steps=2000,
@@ -124,6 +156,13 @@ PRESETS: dict[str, Preset] = {
     "world_models": _preset(
         _CAR_RACING,
         description="The paper's CarRacing settings: 10,000 rollouts, population 64 x 16 trials.",
+        resources=_resources(
+            dict(cpus=4, mem="16G", time="1-00:00:00"),
+            dict(gpus=1, cpus=4, mem="32G", time="2-00:00:00"),
+            collect=dict(cpus=32),  # each of the 10 array tasks: --parallelism=32
+            train_controller=dict(cpus=32, mem="32G", time="3-00:00:00"),
+            report=dict(cpus=1, mem="8G", time="1:00:00"),
+        ),
         collect=dict(num_rollouts=10000, max_steps=1000, parallelism=32, rollouts_per_shard=8),
         train_encoder=dict(
             train_steps=100000,
@@ -162,6 +201,12 @@ PRESETS: dict[str, Preset] = {
             sequential_name="mdn_rnn_vae_4ld",
         ),
         description="Fake 16x16 environment, tiny models: every stage in seconds (tests).",
+        resources=_resources(
+            dict(cpus=1, mem="2G", time="0:30:00"),
+            dict(gpus=1, cpus=1, mem="2G", time="0:30:00"),
+            collect=dict(cpus=2),  # --parallelism=2
+            train_controller=dict(cpus=2),
+        ),
         collect=dict(num_rollouts=12, max_steps=24, parallelism=2, rollouts_per_shard=3),
         train_encoder=dict(
             representation_size=4,
@@ -194,6 +239,12 @@ PRESETS: dict[str, Preset] = {
     "tiny_car_racing": _preset(
         _CAR_RACING,
         description="CarRacing with the real model sizes, a few steps each (tests).",
+        resources=_resources(
+            dict(cpus=1, mem="2G", time="0:30:00"),
+            dict(gpus=1, cpus=1, mem="2G", time="0:30:00"),
+            collect=dict(cpus=2),
+            train_controller=dict(cpus=2),
+        ),
         collect=dict(num_rollouts=2, max_steps=30, parallelism=2, rollouts_per_shard=1),
         train_encoder=dict(
             train_steps=4,

@@ -24,7 +24,10 @@ def _read_json(path: str) -> dict | None:
         return None
 
 
-def make_summary(preset: Preset, out_dir: str, rows: list[dict], started: float) -> dict:
+def make_summary(
+    preset: Preset, out_dir: str, rows: list[dict], started: float, run: dict | None = None
+) -> dict:
+    """The summary of a run; `run` ({"seed", "deterministic"}) is stored as it is."""
     env = Environments.from_name(preset.environment)
     evaluation = _read_json(os.path.join(Paths(out_dir, env).evaluation_dir, "evaluation.json"))
     scores = None
@@ -40,6 +43,7 @@ def make_summary(preset: Preset, out_dir: str, rows: list[dict], started: float)
         "stages": rows,
         "total_seconds": round(time.time() - started, 1),
         "scores": scores,
+        **(run or {}),
     }
 
 

@@ -9,11 +9,13 @@ Everything a run makes lives under `out_dir`:
     models/<env>/<controller name>/      stage 5: CMA-ES state, best controller, learning_curve.png
     evaluation/                          evaluation.json (controller vs random policy), episode.gif
     pictures/                            the pictures worth looking at, collected in one place
+    pipeline.json                        the resolved preset and seed of the run
     pipeline_summary.json                stage, wall time, outputs, scores
+    slurm/chain-<time>.json              SLURM: the chain's jobs (scripts/status.py sums it up)
 
 Each stage's script reads the previous stage's outputs from the standard locations, because
 the stages run with `RL755_DATA_DIR=<out_dir>/data` and `RL755_MODELS_DIR=<out_dir>/models`,
-and the trained models are used through the registries (`rl755.models.<env>.saved_models`).
+and the trained models are used through the zoo (`rl755.zoo`).
 """
 
 from __future__ import annotations
@@ -27,13 +29,29 @@ from rl755.pipeline.presets import STAGE_SCRIPTS, Preset
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Flags the pipeline sets to connect the stages; a preset may not set them.
 WIRED_FLAGS = {
-    "collect": ("environment", "out_dir", "out_format", "compression", "seed"),
-    "train_encoder": ("environment", "model_dir", "num_threads"),
-    "encode": ("environment", "model", "split", "out_dir", "num_threads"),
-    "train_sequential": ("environment", "model_dir", "rollouts_dataset", "num_threads"),
-    "train_controller": ("environment", "model_dir", "encoder", "sequential_model", "seed"),
-    "evaluate": ("environment", "model_dir", "out_dir", "seed"),
+    "collect": ("environment", "out_dir", "out_format", "compression", "seed", "deterministic"),
+    "train_encoder": ("environment", "model_dir", "num_threads", "seed", "deterministic"),
+    "encode": ("environment", "model", "split", "out_dir", "num_threads", "deterministic"),
+    "train_sequential": (
+        "environment",
+        "model_dir",
+        "rollouts_dataset",
+        "num_threads",
+        "seed",
+        "deterministic",
+    ),
+    "train_controller": (
+        "environment",
+        "model_dir",
+        "encoder",
+        "sequential_model",
+        "seed",
+        "deterministic",
+    ),
+    "evaluate": ("environment", "model_dir", "out_dir", "seed", "deterministic"),
 }
+PIPELINE_SCRIPT = "scripts/pipeline.py"
+RUN_FILE = "pipeline.json"  # the resolved preset and seed of the run in out_dir
 ARRAY_ABOVE_ROLLOUTS = 200  # collection runs as a SLURM job array above this many rollouts
 
 
@@ -91,11 +109,34 @@ def _flags(preset: Preset, stage: str, **wired) -> dict:
     return {**{k: v for k, v in wired.items() if v is not None}, **own}
 
 
-def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | None = None):
-    """The chain as `rl755.slurm.chain.Stage`s (absolute script paths)."""
+def build_stages(
+    preset: Preset,
+    out_dir: str,
+    seed: int = 0,
+    threads: int | None = None,
+    resources=None,
+    report: bool = False,
+    deterministic: bool | None = None,
+):
+    """The chain as `rl755.slurm.chain.Stage`s (absolute script paths).
+
+    Args:
+      resources: stage name -> `Resources`; default: the preset's alone
+        (`rl755.pipeline.resources.stage_resources` without flags or config file).
+      report: end with the "report" stage (`scripts/pipeline.py --report`: the summary table
+        and the pictures, as a local run ends), for SLURM.
+      deterministic: every stage gets `seed` (evaluation: 10,000 + seed, episodes unseen in
+        training) and, unless None, `--deterministic` / `--nodeterministic`; None leaves each
+        stage to decide on the machine it runs on (`rl755.common.determinism`: on without a GPU).
+    """
+    from rl755.pipeline.resources import stage_resources
     from rl755.slurm.chain import Stage
     from rl755.slurm.launcher import ArraySpec
-    from rl755.slurm.sbatch import Resources
+
+    if resources is None:
+
+        def resources(name):
+            return stage_resources(preset, name, site={})
 
     env = Environments.from_name(preset.environment)
     paths = Paths(os.path.abspath(out_dir), env)
@@ -104,9 +145,6 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
     def script(stage: str) -> str:
         return os.path.join(REPO_ROOT, STAGE_SCRIPTS[stage])
 
-    parallelism = int(preset.collect.get("parallelism", 1))
-    cpu = Resources(cpus=max(2, parallelism), mem="16G", time="1-00:00:00")
-    gpu = Resources(partition="volta-gpu", gpus=1, cpus=4, mem="32G", time="2-00:00:00")
     small = int(preset.collect.get("num_rollouts", 0)) <= ARRAY_ABOVE_ROLLOUTS
     # Array tasks need distinct seeds (same seed = same rollouts): the decimal string
     # "<seed + 1>000<task>" is unique per (seed, task) and fixed across reruns, so a rerun
@@ -120,13 +158,14 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
         compression="GZIP",
         out_dir=paths.raw_dir,
         seed=collect_seed,
+        deterministic=deterministic,
     )
     stages = [
         Stage(
             "collect",
             script("collect"),
             collect,
-            cpu,
+            resources("collect"),
             array=None if small else ArraySpec(num_tasks=10, split=("num_rollouts",)),
         ),
         Stage(
@@ -138,8 +177,10 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 environment=e,
                 model_dir=paths.model_dir(preset.encoder_name),
                 num_threads=threads,
+                seed=seed,
+                deterministic=deterministic,
             ),
-            gpu,
+            resources("train_encoder"),
         ),
     ]
     for split in ("train", "validation"):
@@ -151,9 +192,16 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
             split=split,
             out_dir=paths.encoded_dir(preset.encoder_name),
             num_threads=threads,
+            deterministic=deterministic,
         )
         stages.append(
-            Stage(f"encode_{split}", script("encode"), encode, gpu, after=("train_encoder",))
+            Stage(
+                f"encode_{split}",
+                script("encode"),
+                encode,
+                resources(f"encode_{split}"),
+                after=("train_encoder",),
+            )
         )
     controller_dir = paths.model_dir(preset.controller_name)
     stages += [
@@ -167,8 +215,10 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 rollouts_dataset=preset.encoded_dataset,
                 model_dir=paths.model_dir(preset.sequential_name),
                 num_threads=threads,
+                seed=seed,
+                deterministic=deterministic,
             ),
-            gpu,
+            resources("train_sequential"),
             after=("encode_train", "encode_validation"),
         ),
         Stage(
@@ -182,12 +232,9 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 sequential_model=preset.sequential_name,
                 model_dir=controller_dir,
                 seed=seed,
+                deterministic=deterministic,
             ),
-            Resources(
-                cpus=max(2, int(preset.train_controller.get("parallelism", 2))),
-                mem="32G",
-                time="3-00:00:00",
-            ),
+            resources("train_controller"),
         ),
         Stage(
             "evaluate",
@@ -199,10 +246,20 @@ def build_stages(preset: Preset, out_dir: str, seed: int = 0, threads: int | Non
                 model_dir=controller_dir,
                 seed=10_000 + seed,
                 out_dir=paths.evaluation_dir,
+                deterministic=deterministic,
             ),
-            cpu,
+            resources("evaluate"),
         ),
     ]
+    if report:
+        stages.append(
+            Stage(
+                "report",
+                os.path.join(REPO_ROOT, PIPELINE_SCRIPT),
+                {"out_dir": paths.out_dir, "report": True},
+                resources("report"),
+            )
+        )
     return stages
 
 

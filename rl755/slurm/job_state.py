@@ -24,6 +24,13 @@ class SlurmJob:
     array_job_id: str | None = None
     array_task_id: str | None = None
     source: str = "scontrol"
+    # What the job asks for (scontrol only; None when unknown), to tell whether it can start:
+    partition: str | None = None
+    num_nodes: int | None = None
+    num_cpus: int | None = None  # CPUs per node
+    min_memory: str | None = None  # per node, e.g. "32G", "50000M"
+    gpus: int | None = None  # per node
+    time_limit: str | None = None
 
 
 def _field(line: str, key: str) -> str | None:
@@ -39,6 +46,11 @@ def parse_scontrol(text: str) -> list[SlurmJob]:
         if not job_id:
             continue
         array_job = _field(line, "ArrayJobId")
+        nodes = _int(_field(line, "NumNodes"))
+        cpus = _int(_field(line, "NumCPUs"))
+        per_task = _int(_field(line, "CPUs/Task"))
+        if cpus is not None and nodes:
+            cpus = max(cpus // nodes, per_task or 1)
         jobs.append(
             SlurmJob(
                 job_id=job_id,
@@ -48,9 +60,26 @@ def parse_scontrol(text: str) -> list[SlurmJob]:
                 exit_code=_field(line, "ExitCode") or "",
                 array_job_id=array_job,
                 array_task_id=_field(line, "ArrayTaskId") if array_job else None,
+                partition=_field(line, "Partition"),
+                num_nodes=nodes,
+                num_cpus=cpus,
+                min_memory=_field(line, "MinMemoryNode"),
+                gpus=_gpus(_field(line, "TresPerNode") or _field(line, "Gres") or ""),
+                time_limit=_field(line, "TimeLimit"),
             )
         )
     return jobs
+
+
+def _int(text: str | None) -> int | None:
+    m = re.match(r"\d+", text or "")
+    return int(m.group(0)) if m else None
+
+
+def _gpus(tres: str) -> int:
+    """'gres:gpu:2', 'gres/gpu:v100=1', 'gpu:2' -> 2, 1, 2; '' -> 0."""
+    m = re.search(r"gpu(?:[:/][^:=,]+)?[:=](\d+)", tres)
+    return int(m.group(1)) if m else 0
 
 
 def _run(argv: Sequence[str]) -> str | None:

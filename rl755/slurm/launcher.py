@@ -19,16 +19,8 @@ A stage script is an absl script (`scripts/...py --flag=value ...`). `launch` ru
            resources=Resources(partition="volta-gpu", gpus=4, cpus=8, mem="64G"),
            array=ArraySpec(num_tasks=3, instances_per_task=4))
 
-Placeholders in flag values are replaced per instance (only these names; other braces
-are left alone):
-    {task_index}          array task index i (0..num_tasks-1)
-    {num_tasks}           number of array tasks N
-    {instance_index}      instance within the task, 0..K-1 (alias {gpu_index})
-    {instances_per_task}  K
-    {global_index}        i*K + instance_index (alias {outer_shard_index})
-    {num_instances}       N*K (alias {num_outer_shards})
-`ArraySpec.split` names integer flags whose value is a total to divide exactly among the
-N*K instances (remainders go to the first ones), e.g. --num_rollouts.
+Placeholders in flag values ({task_index}, {gpu_index}, {outer_shard_index}, ...) and
+`ArraySpec.split` are explained in `rl755.slurm.instances`.
 
 On SLURM the array is one `sbatch --array` submission; locally the tasks run one after
 another, each task's instances concurrently, and the first failure stops the run.
@@ -39,20 +31,24 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import re
 import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
+from rl755.common.errors import BadInput
 from rl755.common.sharded_io import write_json_atomic, write_text_atomic
-from rl755.slurm import sbatch
+from rl755.slurm import cluster, sbatch
+from rl755.slurm.instances import (  # noqa: F401  (re-exported: the launcher's API)
+    _PLACEHOLDER_RE,
+    ArraySpec,
+    expand_instances,
+    flags_to_argv,
+    parse_flag_args,
+    split_evenly,
+)
 from rl755.slurm.sbatch import Resources
 
-_PLACEHOLDER_RE = re.compile(
-    r"\{(task_index|num_tasks|instance_index|gpu_index|instances_per_task|global_index"
-    r"|outer_shard_index|num_instances|num_outer_shards)\}"
-)
 OUT_DIR_FLAGS = ("out_dir", "output_dir", "model_dir")
 RAY_ON_SLURM = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -60,130 +56,6 @@ RAY_ON_SLURM = os.path.join(
     "ray_on_slurm.sh",
 )
 SLURM_SUBDIR = "slurm"
-
-
-@dataclasses.dataclass(frozen=True)
-class ArraySpec:
-    """How to shard a stage: N array tasks x K concurrent instances per task.
-
-    Attributes:
-      num_tasks: N, the number of array tasks (SLURM jobs).
-      instances_per_task: K, processes started concurrently in each task (e.g. one per GPU).
-      split: integer flags whose value is divided exactly among the N*K instances.
-      max_concurrent: at most this many array tasks run at once (`--array=0-N%M`).
-    """
-
-    num_tasks: int = 1
-    instances_per_task: int = 1
-    split: tuple[str, ...] = ()
-    max_concurrent: int | None = None
-
-    def __post_init__(self):
-        if self.num_tasks < 1 or self.instances_per_task < 1:
-            raise ValueError(f"num_tasks and instances_per_task must be >= 1, got {self}.")
-        if isinstance(self.split, str):
-            object.__setattr__(self, "split", (self.split,))
-
-    @property
-    def num_instances(self) -> int:
-        return self.num_tasks * self.instances_per_task
-
-
-def split_evenly(total: int, parts: int) -> list[int]:
-    """split_evenly(10, 4) -> [3, 3, 2, 2]: sums to total, sizes differ by at most one."""
-    if parts < 1 or total < 0:
-        raise ValueError(f"Cannot split {total} into {parts} parts.")
-    base, rest = divmod(total, parts)
-    return [base + (1 if i < rest else 0) for i in range(parts)]
-
-
-def flags_to_argv(flags: Mapping[str, object]) -> list[str]:
-    """{"n": 3, "shuffle": False, "xs": [1, 2], "skip": None} -> ["--n=3", "--noshuffle", "--xs=1,2"].
-
-    True -> `--name`, False -> `--noname` (absl booleans), lists -> comma-joined, None -> omitted.
-    """
-    argv = []
-    for name, value in flags.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", str(name)):
-            raise ValueError(f"{name!r} is not a valid flag name.")
-        if value is None:
-            continue
-        if value is True:
-            argv.append(f"--{name}")
-        elif value is False:
-            argv.append(f"--no{name}")
-        elif isinstance(value, (list, tuple)):
-            argv.append(f"--{name}={','.join(str(v) for v in value)}")
-        else:
-            argv.append(f"--{name}={value}")
-    return argv
-
-
-def parse_flag_args(args: Sequence[str]) -> dict[str, object]:
-    """["--n=3", "--verbose", "--noshuffle"] -> {"n": "3", "verbose": True, "noshuffle": True}.
-
-    The inverse of `flags_to_argv` on the command line; values stay strings. Requires the
-    `--name=value` form so that nothing is ambiguous.
-    """
-    flags: dict[str, object] = {}
-    for arg in args:
-        if not arg.startswith("-") or arg in ("-", "--"):
-            raise ValueError(f"Stage argument {arg!r} is not a flag; use --name=value.")
-        body = arg.lstrip("-")
-        if "=" in body:
-            name, value = body.split("=", 1)
-            flags[name] = value
-        else:
-            flags[body] = True
-    return flags
-
-
-def _substitute(value: object, values: Mapping[str, int]) -> object:
-    if isinstance(value, str):
-        return _PLACEHOLDER_RE.sub(lambda m: str(values[m.group(1)]), value)
-    if isinstance(value, (list, tuple)):
-        return [_substitute(v, values) for v in value]
-    return value
-
-
-def expand_instances(flags: Mapping[str, object], array: ArraySpec) -> list[list[dict]]:
-    """Per-instance flags: result[task][instance] = the flags of that process."""
-    shares = {}
-    for name in array.split:
-        if name not in flags:
-            raise ValueError(f"Cannot split --{name}: the stage has no such flag in {list(flags)}.")
-        try:
-            total = int(flags[name])
-        except (TypeError, ValueError):
-            raise ValueError(f"Cannot split --{name}={flags[name]!r}: not an integer.") from None
-        if total < array.num_instances:
-            raise ValueError(
-                f"--{name}={total} cannot be split over {array.num_instances} instances "
-                f"(each needs at least 1); use fewer array tasks."
-            )
-        shares[name] = split_evenly(total, array.num_instances)
-    tasks = []
-    for t in range(array.num_tasks):
-        instances = []
-        for k in range(array.instances_per_task):
-            g = t * array.instances_per_task + k
-            values = {
-                "task_index": t,
-                "num_tasks": array.num_tasks,
-                "instance_index": k,
-                "gpu_index": k,
-                "instances_per_task": array.instances_per_task,
-                "global_index": g,
-                "outer_shard_index": g,
-                "num_instances": array.num_instances,
-                "num_outer_shards": array.num_instances,
-            }
-            inst = {name: _substitute(v, values) for name, v in flags.items()}
-            for name, share in shares.items():
-                inst[name] = share[g]
-            instances.append(inst)
-        tasks.append(instances)
-    return tasks
 
 
 def stage_argv(script: str, flags: Mapping[str, object], python: str | None = None) -> list[str]:
@@ -203,6 +75,21 @@ def check_stage(script: str, flags: Mapping[str, object], python: str | None = N
     if proc.returncode != 0:
         err = "\n".join(proc.stderr.strip().splitlines()[-15:])
         raise ValueError(f"{script} rejects its flags ({quote(argv)}):\n{err}")
+
+
+def check_can_start(
+    requests: Sequence[tuple[str, Resources, int]],
+    hint: str = "Ask for less (--cpus, --mem, --gpus, --time) or another --partition.",
+) -> None:
+    """Raises BadInput (before anything is submitted) if a (name, resources, num_tasks) job
+    can never start on this cluster: its partition's limits, then `sbatch --test-only`.
+    Checks nothing where there is no SLURM."""
+    if not sbatch.have_slurm():
+        return
+    found = cluster.read_cluster()
+    problems = cluster.check_requests(requests, found)
+    if problems:
+        raise BadInput(cluster.refusal_message(problems, found, hint))
 
 
 def quote(argv: Sequence[str]) -> str:
@@ -228,6 +115,7 @@ class LaunchResult:
     job_id: str | None = None
     sbatch_script: str | None = None
     returncode: int | None = None
+    note: str | None = None  # not submitted by this call: "done already", "still queued"
 
     @property
     def log_paths(self) -> tuple[str, str] | None:
@@ -239,6 +127,10 @@ class LaunchResult:
 
     def summary(self) -> str:
         lines = []
+        if self.note:
+            job = f" (job {self.job_id})" if self.job_id else ""
+            lines.append(f"Not submitted {self.name}{job}: {self.note}")
+            return "\n".join(lines + ([f"  outputs:       {self.out_dir}"] if self.out_dir else []))
         if self.job_id is None and self.returncode is None and self.sbatch_script:
             lines.append(f"Wrote {self.sbatch_script} (not submitted; submit: sbatch <it>)")
         elif self.job_id is None and self.returncode is None:
@@ -312,7 +204,8 @@ def launch(
         SLURM cancels this job.
       requeue: let SLURM requeue the job; the stage resumes from its outputs.
       python: interpreter for the stage; default: this one (the venv's).
-      check: validate the flags with the script (`--only_check_args`) before launching.
+      check: validate the flags with the script (`--only_check_args`) and, on SLURM, that
+        the cluster can ever run the request (`check_can_start`) before launching.
       dry_run: write the sbatch script but do not submit it (nor run anything locally).
       ray: on SLURM, run the stage under scripts/ray_on_slurm.sh: a Ray cluster over the
         job's nodes, the stage getting --ray_address (it must define that flag).
@@ -323,7 +216,8 @@ def launch(
     Returns:
       A LaunchResult; `.summary()` says where logs and outputs go.
     Raises:
-      ValueError / FileNotFoundError on bad input, before anything runs;
+      ValueError / FileNotFoundError on bad input, BadInput if the cluster can never run the
+      request, before anything runs;
       sbatch.SlurmError if sbatch fails.
     """
     resources = resources or Resources()
@@ -332,6 +226,8 @@ def launch(
     name = job_name or os.path.splitext(os.path.basename(script))[0]
     per_instance = expand_instances(flags, array)
     commands = [[stage_argv(script, f, python) for f in task] for task in per_instance]
+    if check and not local:
+        check_can_start([(name, resources, len(commands))])
     if check:
         check_stage(script, per_instance[0][0], python)
     out_dir = default_out_dir(flags)

@@ -273,3 +273,16 @@ def submit(script_path: str) -> str:
     if not job_id.isdigit():
         raise SlurmError(f"Unexpected sbatch output: {proc.stdout!r}")
     return job_id
+
+
+def cancel(job_ids: Sequence[str]) -> str | None:
+    """`scancel` the jobs; None if done, else scancel's complaint."""
+    if not job_ids:
+        return None
+    try:
+        proc = subprocess.run(
+            ["scancel", *[str(j) for j in job_ids]], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    return None if proc.returncode == 0 else (proc.stderr.strip() or f"exit {proc.returncode}")

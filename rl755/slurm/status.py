@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from rl755.common import run_record
 from rl755.common.tensorboard import latest_metrics, tensorboard_dirs
+from rl755.slurm import pending
 from rl755.slurm.job_state import SlurmJob, query_slurm  # noqa: F401  (SlurmJob: re-exported)
 from rl755.slurm.launcher import SLURM_SUBDIR
 
@@ -54,6 +55,7 @@ class RunStatus:
     tensorboard_dirs: list[str]
     record_path: str | None = None
     error: str | None = None
+    never_starts: str | None = None  # a pending job that never will: why, what to change
 
     def elapsed(self, now: datetime.datetime | None = None) -> str:
         if not self.start_time:
@@ -164,6 +166,10 @@ def collect_status(root: str, with_metrics: bool = True) -> list[RunStatus]:
                 error=r.get("error"),
             )
         )
+    newest: dict[tuple, str] = {}  # (name, out_dir) -> submit time of its latest submission
+    for sub in submissions:
+        key = (sub.get("name"), sub.get("out_dir"))
+        newest[key] = max(newest.get(key, ""), sub.get("submit_time") or "")
     for sub in submissions:
         job_id = str(sub.get("job_id", ""))
         if recorded_jobs.get(job_id, 0) >= int(sub.get("num_tasks", 1)):
@@ -174,12 +180,20 @@ def collect_status(root: str, with_metrics: bool = True) -> list[RunStatus]:
         known = [j for k, j in slurm.items() if k == job_id]
         if recorded_jobs.get(job_id) and states == ["COMPLETED"]:
             continue
+        stuck = None
+        superseded = newest[(sub.get("name"), sub.get("out_dir"))] > (sub.get("submit_time") or "")
+        if not states and superseded:
+            continue  # an earlier submission of a stage submitted again since (a rerun)
         if not states:
             state, source = "unknown (not in SLURM any more, no run record)", "submission"
         else:
             state, source = "/".join(states), "slurm"
             if known and known[0].state == "PENDING" and known[0].reason:
                 state += f" ({known[0].reason})"
+            if known:
+                stuck = pending.never_starts(known[0])
+                if stuck:
+                    state += " NEVER STARTS"
         out_dir = sub.get("out_dir") or ""
         dirs, metrics = tb(out_dir) if out_dir else ([], {})
         rows.append(
@@ -195,6 +209,7 @@ def collect_status(root: str, with_metrics: bool = True) -> list[RunStatus]:
                 metrics=metrics,
                 tensorboard_dirs=dirs,
                 record_path=sub.get("_path"),
+                never_starts=stuck,
             )
         )
     rows.sort(key=lambda row: (row.start_time or "", row.job))
@@ -215,6 +230,8 @@ def format_table(
     """A fixed-width text table; paths relative to `root` where they lie under it."""
 
     def rel(path: str) -> str:
+        if root and path and os.path.abspath(path) == os.path.abspath(root):
+            return "."
         if root and path and os.path.abspath(path).startswith(os.path.abspath(root) + os.sep):
             return os.path.relpath(path, root)
         return path or "-"
@@ -242,6 +259,9 @@ def format_table(
     failed = [r for r in rows if r.error]
     for r in failed:
         lines.append(f"! {r.stage} {r.job or ''}: {r.error}  ({rel(r.record_path or '')})")
+    for r in rows:
+        if r.never_starts:
+            lines.append(f"! {r.stage} {r.job}: {r.never_starts}")
     all_tb = sorted({d for r in rows for d in r.tensorboard_dirs})
     if all_tb:
         lines.append("TensorBoard: tensorboard --logdir " + os.path.commonpath(all_tb))

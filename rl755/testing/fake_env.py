@@ -71,5 +71,15 @@ class FakePixelEnv(gym.Env):
         return self._frame()
 
 
+class UnseededPixelEnv(FakePixelEnv):
+    """FakePixelEnv whose reset ignores its seed (a simulator that cannot replay an episode):
+    the start x comes from fresh entropy. For the `reproducible_reset=False` tests."""
+
+    def reset(self, *, seed: int | None = None, options=None):
+        super().reset(seed=None)
+        self._x = float(np.random.default_rng().uniform(0.0, 1.0))
+        return self._frame(), {}
+
+
 if ENV_ID not in gym.registry:
     gym.register(id=ENV_ID, entry_point=FakePixelEnv, max_episode_steps=MAX_STEPS)

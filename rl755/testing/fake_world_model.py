@@ -27,8 +27,8 @@ from rl755.models.common.sequential import SequentialModel
 from rl755.testing import fake_env
 
 
-class FakeLatentEncoder(ObservationEncoder):
-    """Fixed analytic encoder of FakePixels frames: uint8 [B, S, S, 3] -> [B, 2]."""
+class _FakeLatents:
+    """What the fake encoder and dynamics share: the frame size S and z = (x_hat, speed_hat)."""
 
     def __init__(self, size: int = fake_env.SIZE, **kwargs):
         super().__init__(**kwargs)
@@ -37,6 +37,10 @@ class FakeLatentEncoder(ObservationEncoder):
     @property
     def representation_size(self) -> int:
         return 2
+
+
+class FakeLatentEncoder(_FakeLatents, ObservationEncoder):
+    """Fixed analytic encoder of FakePixels frames: uint8 [B, S, S, 3] -> [B, 2]."""
 
     def compute_full_representation(self, x, training=None):
         x = tf.convert_to_tensor(x)
@@ -55,16 +59,8 @@ class FakeLatentEncoder(ObservationEncoder):
         raise NotImplementedError("FakeLatentEncoder is analytic: it has nothing to train.")
 
 
-class FakeDynamicsModel(SequentialModel):
+class FakeDynamicsModel(_FakeLatents, SequentialModel):
     """The fake environment's exact dynamics in latent space; hidden = (x', speed', r, done)."""
-
-    def __init__(self, size: int = fake_env.SIZE, **kwargs):
-        super().__init__(**kwargs)
-        self.size = size
-
-    @property
-    def representation_size(self) -> int:
-        return 2
 
     @property
     def action_size(self) -> int:

@@ -26,7 +26,7 @@ Library: rl755.data_gen.collect.collect_rollouts.
 
 from absl import app, flags, logging
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -91,6 +91,7 @@ flags.DEFINE_float(
     "--rollouts_per_shard rollouts) counts as hung: its worker is killed and the task "
     "retried. 0: no limit. A 1000-step CarRacing rollout takes ~5 s on a free core.",
 )
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 for _name in ("num_rollouts", "policy"):
     flags.mark_flag_as_required(_name)
 
@@ -121,6 +122,7 @@ def main(argv):
             controller_dir=FLAGS.controller_dir,
             random_action_prob=FLAGS.random_action_prob,
             run_flags=run_record.flags_dict(),
+            deterministic=FLAGS.deterministic,
         )
     except BadInput as e:
         raise app.UsageError(str(e)) from e

@@ -12,7 +12,7 @@ encode_raw_rollouts_multi.py. Library: rl755.data_gen.encode.encode_raw_rollouts
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -21,7 +21,7 @@ flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACIN
 flags.DEFINE_string(
     "model",
     None,
-    "A function in rl755.models.<env folder>.saved_models (e.g. raw_rollout_vae_32ld); with "
+    "An encoder of the zoo (rl755.zoo, e.g. raw_rollout_vae_32ld); with "
     "--model_dir, the model class name instead (e.g. vae.Vae).",
 )
 flags.DEFINE_string("split", "train", "Which split of the raw rollouts to read (train/validation).")
@@ -40,6 +40,7 @@ flags.DEFINE_integer("batch_size", 500, "Frames per encoder call.")
 flags.DEFINE_string("compression", "none", "Output compression: none, GZIP or ZLIB.")
 flags.DEFINE_string("rollouts_pattern", None, "Glob with '{split}' overriding RawRollouts.")
 flags.DEFINE_integer("num_threads", None, "TF intra-op threads (default: TF decides).")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 flags.mark_flag_as_required("environment")
 flags.mark_flag_as_required("model")
 
@@ -47,27 +48,30 @@ flags.mark_flag_as_required("model")
 def main(argv):
     del argv
     from rl755.common import run_record
+    from rl755.common.errors import exit_on_bad_input
     from rl755.data_gen.encode import encode_raw_rollouts
 
-    encode_raw_rollouts(
-        environment=FLAGS.environment,
-        model=FLAGS.model,
-        split=FLAGS.split,
-        out_dir=FLAGS.out_dir,
-        out_name=FLAGS.out_name,
-        num_sub_shards=FLAGS.num_sub_shards,
-        num_outer_shards=FLAGS.num_outer_shards,
-        outer_shard_index=FLAGS.outer_shard_index,
-        gpu_index=FLAGS.gpu_index,
-        model_dir=FLAGS.model_dir,
-        checkpoint=FLAGS.checkpoint,
-        representation_size=FLAGS.representation_size,
-        batch_size=FLAGS.batch_size,
-        compression=FLAGS.compression,
-        rollouts_pattern=FLAGS.rollouts_pattern,
-        num_threads=FLAGS.num_threads,
-        run_flags=run_record.flags_dict(),
-    )
+    with exit_on_bad_input():
+        encode_raw_rollouts(
+            environment=FLAGS.environment,
+            model=FLAGS.model,
+            split=FLAGS.split,
+            out_dir=FLAGS.out_dir,
+            out_name=FLAGS.out_name,
+            num_sub_shards=FLAGS.num_sub_shards,
+            num_outer_shards=FLAGS.num_outer_shards,
+            outer_shard_index=FLAGS.outer_shard_index,
+            gpu_index=FLAGS.gpu_index,
+            model_dir=FLAGS.model_dir,
+            checkpoint=FLAGS.checkpoint,
+            representation_size=FLAGS.representation_size,
+            batch_size=FLAGS.batch_size,
+            compression=FLAGS.compression,
+            rollouts_pattern=FLAGS.rollouts_pattern,
+            num_threads=FLAGS.num_threads,
+            run_flags=run_record.flags_dict(),
+            deterministic=FLAGS.deterministic,
+        )
 
 
 if __name__ == "__main__":

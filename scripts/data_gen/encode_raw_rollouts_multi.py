@@ -18,6 +18,8 @@ import sys
 
 from absl import app, flags, logging
 
+from rl755.common import determinism
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACING.")
 flags.DEFINE_string("model", None, "saved_models function (or class name with --model_dir).")
@@ -35,6 +37,7 @@ flags.DEFINE_integer("batch_size", None, "Frames per encoder call.")
 flags.DEFINE_string("compression", None, "Output compression: none, GZIP or ZLIB.")
 flags.DEFINE_string("rollouts_pattern", None, "Glob with '{split}' overriding RawRollouts.")
 flags.DEFINE_integer("num_threads", None, "TF threads per instance (default: cores / K on CPU).")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 flags.mark_flag_as_required("environment")
 flags.mark_flag_as_required("model")
 
@@ -60,6 +63,7 @@ def main(argv):
             "compression",
             "rollouts_pattern",
             "num_threads",
+            "deterministic",
         )
     }
     try:

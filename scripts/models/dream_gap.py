@@ -19,25 +19,34 @@ rl755.controller.dream_gap.dream_gap.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", None, "Environments enum name, e.g. DOOM_TAKE_COVER.")
 flags.DEFINE_string("model_dir", None, "A train_controller --model_dir (also scores it).")
-flags.DEFINE_string("encoder", None, "Function in rl755.models.<env>.saved_models.")
-flags.DEFINE_string("sequential_model", None, "Function in rl755.models.<env>.saved_models.")
+flags.DEFINE_string(
+    "encoder", None, "An encoder of the zoo (rl755.zoo), e.g. raw_rollout_vae_64ld."
+)
+flags.DEFINE_string("sequential_model", None, "A sequential model of the zoo (rl755.zoo).")
 flags.DEFINE_string(
     "sequential_model_dir", None, "Instead of --sequential_model: a train_sequential_model dir."
 )
 flags.DEFINE_float(
     "temperature", None, "Dream temperature (default: the controller's training one, else 1)."
 )
+flags.DEFINE_float(
+    "done_threshold",
+    None,
+    "Dream episode ends (0: Bernoulli draws; p > 0: when done_prob > p). Default: the "
+    "controller's training setting, else 0.",
+)
 flags.DEFINE_integer("num_episodes", 100, "Episodes per policy and side; episode i: seed + i.")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode.")
 flags.DEFINE_integer("max_steps", None, "Step limit (default: the environment's).")
 flags.DEFINE_string("out_dir", None, "Where dream_gap.json goes (default <model_dir>/dream_gap).")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 flags.mark_flag_as_required("environment")
 
 
@@ -54,11 +63,13 @@ def main(argv):
             sequential_model=FLAGS.sequential_model,
             sequential_model_dir=FLAGS.sequential_model_dir,
             temperature=FLAGS.temperature,
+            done_threshold=FLAGS.done_threshold,
             num_episodes=FLAGS.num_episodes,
             seed=FLAGS.seed,
             max_steps=FLAGS.max_steps,
             out_dir=FLAGS.out_dir,
             run_flags=run_record.flags_dict(),
+            deterministic=FLAGS.deterministic,
         )
     except (ValueError, LookupError, FileNotFoundError) as e:
         raise app.UsageError(str(e)) from e

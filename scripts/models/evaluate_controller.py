@@ -13,7 +13,7 @@ rl755.controller.evaluate.evaluate_controller.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -21,9 +21,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", None, "Environments enum name; must match the controller's.")
 flags.DEFINE_string("model_dir", None, "The controller's train_controller --model_dir.")
 flags.DEFINE_string(
-    "saved_controller", None, "Instead of --model_dir: a function in <env>/saved_models.py."
+    "saved_controller", None, "Instead of --model_dir: a controller of the zoo (rl755.zoo)."
 )
-flags.DEFINE_string("encoder", None, "Override: function in rl755.models.<env>.saved_models.")
+flags.DEFINE_string("encoder", None, "Override: an encoder of the zoo (rl755.zoo).")
 flags.DEFINE_string("sequential_model", None, "Override: function in saved_models, or none.")
 flags.DEFINE_integer("num_episodes", 100, "Episodes; episode i uses reset seed seed + i.")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode.")
@@ -35,6 +35,7 @@ flags.DEFINE_string(
 flags.DEFINE_integer("max_steps", None, "Step limit (default: the environment's).")
 flags.DEFINE_integer("envs_at_once", 4, "Episodes stepped together with batched networks.")
 flags.DEFINE_bool("compare_random", False, "Also score a uniform random policy on the seeds.")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 flags.mark_flag_as_required("environment")
 
 
@@ -56,6 +57,7 @@ def main(argv):
         envs_at_once=FLAGS.envs_at_once,
         compare_random=FLAGS.compare_random,
         run_flags=run_record.flags_dict(),
+        deterministic=FLAGS.deterministic,
     )
     line = f"{result['mean']:.2f} +- {result['std']:.2f} over {result['num_episodes']} episodes"
     if "random_policy" in result:

@@ -16,19 +16,19 @@ rl755.controller.cma_train.train_controller.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACING.")
 flags.DEFINE_string("model_dir", None, "Output dir: checkpoint, controller, TensorBoard, PNG.")
-flags.DEFINE_string("encoder", "none", "Function in rl755.models.<env>.saved_models, or none.")
+flags.DEFINE_string("encoder", "none", "An encoder of the zoo (rl755.zoo), or none.")
 flags.DEFINE_string("encoder_dir", None, "Instead of --encoder: a train_obs_encoder model_dir.")
 flags.DEFINE_string("encoder_model", None, "With --encoder_dir: the model name, e.g. vae.Vae.")
 flags.DEFINE_integer("representation_size", None, "With --encoder_dir: its Z.")
 flags.DEFINE_string(
-    "sequential_model", "none", "Function in rl755.models.<env>.saved_models, or none (V only)."
+    "sequential_model", "none", "A sequential model of the zoo (rl755.zoo), or none (V only)."
 )
 flags.DEFINE_string(
     "sequential_model_dir", None, "Instead of --sequential_model: a train_sequential_model dir."
@@ -43,6 +43,17 @@ flags.DEFINE_float("sigma", 0.1, "CMA-ES initial step size.")
 flags.DEFINE_integer("seed", 0, "Base seed (trial seeds, CMA-ES sampling, eval seeds).")
 flags.DEFINE_integer("rollout_max_steps", 1000, "Step limit per episode (real and dream).")
 flags.DEFINE_float("temperature", 1.0, "Dream sampling temperature.")
+flags.DEFINE_float(
+    "done_threshold",
+    0.0,
+    "Dream episode ends: 0 = a Bernoulli(done_prob) draw each step; p > 0 = as soon as "
+    "done_prob > p (World Models' Doom dream: about 0.09 with an unweighted done head).",
+)
+flags.DEFINE_bool(
+    "cell_state",
+    False,
+    "The controller also reads the LSTM's memory cell c: [z, h, c] (World Models' Doom agent).",
+)
 flags.DEFINE_integer("dream_initial_states", 256, "Encoded real reset frames to start dreams.")
 flags.DEFINE_integer("eval_every", 25, "Real evaluation of the best member every N gens (0=off).")
 flags.DEFINE_integer("eval_episodes", 16, "Episodes of that evaluation.")
@@ -52,6 +63,7 @@ flags.DEFINE_integer("threads_per_worker", 1, "TF threads (and Ray CPUs) per wor
 flags.DEFINE_string("ray_address", None, "Join this Ray cluster ('auto', host:port).")
 flags.DEFINE_float("trial_timeout_s", 600.0, "A batch of episodes slower than this is re-run.")
 flags.DEFINE_integer("max_worker_failures", 3, "Failures of one batch before the run stops.")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 for _name in ("environment", "model_dir"):
     flags.mark_flag_as_required(_name)
 
@@ -72,6 +84,7 @@ def main(argv):
         encoder_model=FLAGS.encoder_model,
         representation_size=FLAGS.representation_size,
         sequential_model_dir=FLAGS.sequential_model_dir,
+        cell_state=FLAGS.cell_state,
         cma_config=CmaConfig(
             mode=FLAGS.mode,
             population_size=FLAGS.cma_population_size,
@@ -81,6 +94,7 @@ def main(argv):
             sigma=FLAGS.sigma,
             seed=FLAGS.seed,
             temperature=FLAGS.temperature,
+            done_threshold=FLAGS.done_threshold,
             eval_every=FLAGS.eval_every,
             eval_episodes=FLAGS.eval_episodes,
             dream_initial_states=FLAGS.dream_initial_states,
@@ -94,6 +108,7 @@ def main(argv):
             threads_per_worker=FLAGS.threads_per_worker,
         ),
         run_flags=run_record.flags_dict(),
+        deterministic=FLAGS.deterministic,
     )
 
 

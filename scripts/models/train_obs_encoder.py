@@ -11,7 +11,7 @@ rl755.models.common.train_encoder.train_obs_encoder.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -19,7 +19,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Where checkpoints, PNGs and TensorBoard logs go.")
 flags.DEFINE_integer("train_steps", None, "Total number of batches to train for (incl. resumed).")
 flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACING.")
-flags.DEFINE_string("model", None, "Dotted name under rl755.models.<env folder>, e.g. vae.Vae.")
+flags.DEFINE_string("model", None, "An encoder of rl755.models.catalogue, e.g. vae.Vae.")
 flags.DEFINE_integer("batch_size", 100, "Raw observations per mini batch.")
 flags.DEFINE_integer("representation_size", 32, "Size of the representation (VAE latent).")
 flags.DEFINE_integer("save_every_n_steps", 1000, "Checkpoint (and log losses) this often.")
@@ -32,6 +32,8 @@ flags.DEFINE_string(
     None,
     "Glob with '{split}' overriding RawRollouts' location, e.g. /d/rollouts-{split}*.tfrecord-*.",
 )
+flags.DEFINE_integer("seed", 0, "Seed of the initial weights, frame sampling and shuffling.")
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 for _name in ("model_dir", "train_steps", "environment", "model"):
     flags.mark_flag_as_required(_name)
 
@@ -39,23 +41,27 @@ for _name in ("model_dir", "train_steps", "environment", "model"):
 def main(argv):
     del argv
     from rl755.common import run_record
+    from rl755.common.errors import exit_on_bad_input
     from rl755.models.common.train_encoder import train_obs_encoder
 
-    train_obs_encoder(
-        model_dir=FLAGS.model_dir,
-        train_steps=FLAGS.train_steps,
-        environment=FLAGS.environment,
-        model=FLAGS.model,
-        batch_size=FLAGS.batch_size,
-        representation_size=FLAGS.representation_size,
-        save_every_n_steps=FLAGS.save_every_n_steps,
-        obs_sampled_per_rollout=FLAGS.obs_sampled_per_rollout,
-        learning_rate=FLAGS.learning_rate,
-        validation_steps=FLAGS.validation_steps,
-        rollouts_pattern=FLAGS.rollouts_pattern,
-        num_threads=FLAGS.num_threads,
-        run_flags=run_record.flags_dict(),
-    )
+    with exit_on_bad_input():
+        train_obs_encoder(
+            model_dir=FLAGS.model_dir,
+            train_steps=FLAGS.train_steps,
+            environment=FLAGS.environment,
+            model=FLAGS.model,
+            batch_size=FLAGS.batch_size,
+            representation_size=FLAGS.representation_size,
+            save_every_n_steps=FLAGS.save_every_n_steps,
+            obs_sampled_per_rollout=FLAGS.obs_sampled_per_rollout,
+            learning_rate=FLAGS.learning_rate,
+            validation_steps=FLAGS.validation_steps,
+            rollouts_pattern=FLAGS.rollouts_pattern,
+            num_threads=FLAGS.num_threads,
+            run_flags=run_record.flags_dict(),
+            seed=FLAGS.seed,
+            deterministic=FLAGS.deterministic,
+        )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ Library: rl755.models.common.train_sequential.train_sequential_model.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -27,12 +27,13 @@ flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACIN
 flags.DEFINE_string(
     "model",
     None,
-    "rl755.models.<env folder>.<model>, e.g. transformer.base_deterministic_transformer.",
+    "a sequential model of rl755.models.catalogue, e.g. transformer.base_deterministic_transformer.",
 )
 flags.DEFINE_string(
     "rollouts_dataset",
     None,
-    "rl755.data.<env folder>.encoded_rollouts.<name>, e.g. VaeEncodedRollouts.",
+    "An encoded dataset of rl755.data.registry: VaeEncodedRollouts or the CamelCase name of a "
+    "zoo encoder, e.g. RawRolloutVae32ld.",
 )
 flags.DEFINE_integer("batch_size", None, "Sequences per global batch (split across devices).")
 flags.DEFINE_integer("sequence_length", None, "Length of the training slices.")
@@ -43,6 +44,13 @@ flags.DEFINE_bool(
     "Sample z_t ~ N(mean, std) from the stored VAE posteriors instead of using the means.",
 )
 flags.DEFINE_bool("difference_targets", False, "Predict z_{t+1} - z_t instead of z_{t+1}.")
+flags.DEFINE_enum(
+    "slice_start",
+    "uniform",
+    ["uniform", "episode_start"],
+    "Where training slices start: uniformly over each rollout's steps, or at its first step "
+    "(whole episodes when --sequence_length covers them, as World Models' Doom MDN-RNN).",
+)
 flags.DEFINE_integer("save_every_n_steps", 1000, "Checkpoint (and validate) every this many steps.")
 flags.DEFINE_integer(
     "validation_steps", 10, "Validation batches at each checkpoint (0: no validation)."
@@ -64,6 +72,10 @@ flags.DEFINE_enum(
     "(transformer.*_infilling_transformer); or either at random per batch. May change between "
     "runs in one --model_dir (infilling pretraining, then autoregressive).",
 )
+flags.DEFINE_integer(
+    "seed", 0, "Seed of the initial weights, slice starts, sampled z (--sample_observations)."
+)
+flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 
 for _name in (
     "model_dir",
@@ -80,27 +92,32 @@ for _name in (
 def main(argv):
     del argv
     from rl755.common import run_record
+    from rl755.common.errors import exit_on_bad_input
     from rl755.models.common.train_sequential import train_sequential_model
 
-    train_sequential_model(
-        model_dir=FLAGS.model_dir,
-        train_steps=FLAGS.train_steps,
-        environment=FLAGS.environment,
-        model=FLAGS.model,
-        rollouts_dataset=FLAGS.rollouts_dataset,
-        batch_size=FLAGS.batch_size,
-        sequence_length=FLAGS.sequence_length,
-        learning_rate=FLAGS.learning_rate,
-        sample_observations=FLAGS.sample_observations,
-        difference_targets=FLAGS.difference_targets,
-        save_every_n_steps=FLAGS.save_every_n_steps,
-        validation_steps=FLAGS.validation_steps,
-        check_numerics=FLAGS.check_numerics,
-        rollouts_pattern=FLAGS.rollouts_pattern,
-        num_threads=FLAGS.num_threads,
-        run_flags=run_record.flags_dict(),
-        task=FLAGS.task,
-    )
+    with exit_on_bad_input():
+        train_sequential_model(
+            model_dir=FLAGS.model_dir,
+            train_steps=FLAGS.train_steps,
+            environment=FLAGS.environment,
+            model=FLAGS.model,
+            rollouts_dataset=FLAGS.rollouts_dataset,
+            batch_size=FLAGS.batch_size,
+            sequence_length=FLAGS.sequence_length,
+            learning_rate=FLAGS.learning_rate,
+            sample_observations=FLAGS.sample_observations,
+            difference_targets=FLAGS.difference_targets,
+            slice_start=FLAGS.slice_start,
+            save_every_n_steps=FLAGS.save_every_n_steps,
+            validation_steps=FLAGS.validation_steps,
+            check_numerics=FLAGS.check_numerics,
+            rollouts_pattern=FLAGS.rollouts_pattern,
+            num_threads=FLAGS.num_threads,
+            run_flags=run_record.flags_dict(),
+            seed=FLAGS.seed,
+            deterministic=FLAGS.deterministic,
+            task=FLAGS.task,
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ derives one class per environment and per zoo encoder from them:
     ds = RawRollouts().rollouts_ds("validation")     # {"observations": uint8 [T, 96, 96, 3], ...}
 
 Any builder also takes `tfrecords_pattern=` to read data somewhere else (tests, ad-hoc runs).
+Stages call `check_shards(split)` before spending compute (a truncated or damaged file fails
+naming it) and read inside `naming_bad_shards(split)`, which names the file of a DataLossError.
 
 Element structures:
   rollouts_ds:
@@ -38,11 +40,14 @@ import os
 
 import tensorflow as tf
 
-from rl755.common import config, sharded_io
+from rl755.common import config, shard_checks, sharded_io
 from rl755.common.structs import decode_frames, parse_rollout_tensors
 from rl755.environments import Environments
 
 SPLITS = ("train", "validation")
+
+
+SLICE_STARTS = ("uniform", "episode_start")  # where get_autoregressive_slices starts a slice
 
 
 def rollout_fingerprint(observations: tf.Tensor) -> tf.Tensor:
@@ -110,6 +115,20 @@ class RolloutDatasetBuilder(abc.ABC):
             )
         self._check_dataset_info(files)
         return files
+
+    def check_shards(self, split: str = "train") -> list[str]:
+        """`get_tfrecord_files(split)`, after checking that each reads to the end: a BadInput
+        names every truncated or damaged file (rl755.common.shard_checks)."""
+        files = self.get_tfrecord_files(split)
+        shard_checks.check_shards(files, self.tfrecords_pattern().format(split=split))
+        return files
+
+    def naming_bad_shards(self, *splits: str):
+        """A context in which TensorFlow's DataLossError (it names no file) while reading
+        `splits` becomes a BadInput naming the file (rl755.common.shard_checks)."""
+        files = [f for s in splits for f in self.get_tfrecord_files(s)]
+        pattern = self.tfrecords_pattern().format(split=splits[0] if len(splits) == 1 else "*")
+        return shard_checks.naming_bad_shards(files, pattern)
 
     def rollouts_ds(
         self, split: str = "train", repeat: bool = False, shuffle_files: bool = True
@@ -278,12 +297,16 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         difference_targets: bool = False,
         repeat: bool = True,
         shuffle_files: bool = True,
+        slice_start: str = "uniform",
         rollout_ids: bool = False,
     ) -> tf.data.Dataset:
         """Teacher-forcing slices for sequential models; see the module docstring.
 
-        One slice of up to `sequence_length` steps per rollout, its start uniform over all
-        of the rollout's steps, and padded (mask 0) where it runs past the end. So every step
+        One slice of up to `sequence_length` steps per rollout, padded (mask 0) where it runs
+        past the end. `slice_start="episode_start"` starts every slice at the rollout's first
+        step (the model learns from the state dreams start in, over the whole episode when L is
+        at least its length: World Models' Doom MDN-RNN trained on whole episodes); the default
+        "uniform" starts it uniformly over all of the rollout's steps. So every step
         from the L-th on is equally likely to be trained on, the last one included (the only
         step with an episode-end target; starting only where a whole slice fits would show it
         L times less often than the others). With `sample_observations`, each
@@ -293,6 +316,11 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         representation space).
         """
         _check_positive(sequence_length=sequence_length)
+        if slice_start not in SLICE_STARTS:
+            raise ValueError(
+                f"Unknown slice_start {slice_start!r}; valid: {', '.join(SLICE_STARTS)}."
+            )
+        from_start = slice_start == "episode_start"
         L = sequence_length
         has_std = self._has_std_devs()
         z_size = self.representation_size()
@@ -300,7 +328,7 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         def make_slice(r):
             z_all, a_all = r["observations"], r["actions"]
             n = tf.shape(a_all)[0]
-            start = tf.random.uniform([], 0, n, dtype=tf.int32)
+            start = tf.constant(0) if from_start else tf.random.uniform([], 0, n, dtype=tf.int32)
             z = z_all[start : start + L + 1]
             if sample_observations and has_std:
                 std = r["observation_std_devs"][start : start + L + 1]

@@ -3,6 +3,7 @@
     backbone = LstmBackbone(units=256)
     h = backbone(x)                                # x [B, T, D_in] -> [B, T, units]
     state = backbone.initial_state(batch_size)     # {"h": [B, units], "c": [B, units]}
+    c = backbone.cell_state(state)                 # [B, units] (what a z, h, c controller reads)
     h_t, state = backbone.step(x_t, state)         # x_t [B, D_in] -> [B, units]
 
 The full pass (keras.layers.LSTM, cuDNN on GPU) and `step` (the same layer's cell) share
@@ -25,6 +26,14 @@ class LstmBackbone(keras.layers.Layer):
     @property
     def hidden_size(self) -> int:
         return self.units
+
+    @property
+    def cell_size(self) -> int:
+        return self.units
+
+    def cell_state(self, state) -> tf.Tensor:
+        """The memory cell c [B, units] of a step state."""
+        return state["c"]
 
     def build(self, input_shape):
         self.lstm.build(input_shape)

@@ -77,6 +77,16 @@ class SequentialModel(keras.Model, abc.ABC):
         """H, the size returned by get_hidden_representation and step."""
 
     @property
+    def cell_size(self) -> int:
+        """C, the size of `cell_state(state)`: an LSTM's memory cell (0: the model has none)."""
+        return 0
+
+    def cell_state(self, state: Any) -> tf.Tensor:
+        """The memory cell of a step state: [B, C] (World Models' Doom controller reads z, h
+        and the LSTM's c). Models without one raise ValueError."""
+        raise ValueError(f"{type(self).__name__} has no cell state (cell_size is 0).")
+
+    @property
     def has_reward_head(self) -> bool:
         return False
 

@@ -70,6 +70,7 @@ def autoregressive_dataset_fn(
     sample_observations: bool = False,
     difference_targets: bool = False,
     shuffle_buffer: int = 256,
+    slice_start: str = "uniform",
     rollout_ids: bool = False,
 ) -> Callable[[str], tf.data.Dataset]:
     """`split -> get_autoregressive_slices(...)` with a shuffle buffer over slices."""
@@ -81,6 +82,7 @@ def autoregressive_dataset_fn(
             sample_observations=sample_observations,
             difference_targets=difference_targets,
             repeat=True,
+            slice_start=slice_start,
             rollout_ids=rollout_ids,
         )
         return ds.shuffle(shuffle_buffer) if shuffle_buffer > 1 else ds

@@ -80,6 +80,15 @@ class HeadedSequentialModel(SequentialModel):
         return self.backbone.hidden_size
 
     @property
+    def cell_size(self) -> int:
+        return int(getattr(self.backbone, "cell_size", 0))
+
+    def cell_state(self, state):
+        if not self.cell_size:
+            raise ValueError(f"{self.name} has no cell state (its backbone is not an LSTM).")
+        return self.backbone.cell_state(state)
+
+    @property
     def has_reward_head(self) -> bool:
         return self.reward_head is not None
 

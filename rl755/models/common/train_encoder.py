@@ -22,6 +22,11 @@ Outputs in `model_dir` (every file written to a temporary name, then renamed):
 Rerunning with the same `model_dir` resumes from the newest complete checkpoint: weights,
 optimizer state and step count, so the continued run equals an uninterrupted one up to
 data order. Asking for no more steps than are done returns at once, saying so.
+
+Bad input fails before any output: every shard is checked to read to the end first
+(rl755.common.shard_checks; a BadInput names each broken file and the finder script). A
+damaged record met during training also ends in a BadInput naming the file; a run that
+fails before its first checkpoint leaves nothing in `model_dir` but its failed run record.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from rl755.common import checkpoints, run_record, sharded_io, tf_setup
+from rl755.common import checkpoints, determinism, run_record, shard_checks, sharded_io, tf_setup
 from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
 from rl755.common.structs import Rollout
 from rl755.common.tensorboard import TrainingLogs
@@ -101,11 +106,12 @@ def raw_rollouts_builder(environment: Environments | str, rollouts_pattern: str 
 
 
 def check_raw_rollouts(builder, split: str, environment: Environments) -> list[str]:
-    """Fails fast (before any training) when `split` has no shards or the wrong frames.
+    """Fails fast (before any training) when `split` has no shards, a shard that does not
+    read to the end (BadInput naming it), or the wrong frames.
 
     Returns the split's shard files."""
     try:
-        files = builder.get_tfrecord_files(split)
+        files = builder.check_shards(split)
     except FileNotFoundError as e:
         raise FileNotFoundError(
             f"{e} Or point --rollouts_pattern at existing shards "
@@ -114,8 +120,9 @@ def check_raw_rollouts(builder, split: str, environment: Environments) -> list[s
     first = None
     for path in files:
         ds = tf.data.TFRecordDataset(path, compression_type=sharded_io.detect_compression(path))
-        for record in ds.take(1):
-            first = Rollout.from_sequence_example(record.numpy())
+        with shard_checks.naming_bad_shards([path], path):
+            for record in ds.take(1):
+                first = Rollout.from_sequence_example(record.numpy())
         if first is not None:
             break
     if first is None:
@@ -162,6 +169,8 @@ def train_obs_encoder(
     num_threads: int | None = None,
     run_flags: dict | None = None,
     verbose: int | None = None,
+    seed: int = 0,
+    deterministic: bool | None = None,
 ) -> TrainResult:
     """Trains (or resumes training) an encoder; see the module docstring.
 
@@ -173,6 +182,8 @@ def train_obs_encoder(
       validation_steps: batches of the validation split per save; 0 = no validation.
       rollouts_pattern: glob with "{split}" overriding RawRollouts' location.
       num_threads: TF thread pools (None: TF default).
+      seed, deterministic: `rl755.common.determinism.configure` (weights' initial values,
+        frame sampling and shuffling, the VAE's posterior samples); None: on without a GPU.
       run_flags: flags for the run record and TensorBoard (default: the arguments).
     """
     for name, value in dict(
@@ -189,6 +200,7 @@ def train_obs_encoder(
     if validation_steps < 0:
         raise ValueError(f"--validation_steps must be >= 0, got {validation_steps}.")
     tf_setup.limit_threads(num_threads)
+    determinism.configure(seed, deterministic)  # before any layer draws its initializer seed
     env = Environments.from_name(environment)
     model_dir = os.path.abspath(os.path.expanduser(str(model_dir)))
 
@@ -237,7 +249,12 @@ def train_obs_encoder(
         return result
 
     flags = run_flags if run_flags is not None else dict(info, train_steps=train_steps)
-    with run_record.record_run(model_dir, flags, stage="train_obs_encoder"):
+    splits = ("train", "validation") if validation_steps else ("train",)
+    with (
+        run_record.record_run(model_dir, flags, stage="train_obs_encoder"),
+        run_record.removed_on_failure(model_dir, is_progress=checkpoints.is_marker),
+        builder.naming_bad_shards(*splits),
+    ):
         build_encoder(encoder, env.observation_shape)
         optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
         encoder.compile(optimizer=optimizer, loss=encoder.get_loss_fn())

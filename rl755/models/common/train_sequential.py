@@ -15,11 +15,13 @@ checkpoints and the TensorBoard layout are in `rl755.models.common.sequential_lo
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 
 from absl import logging
 
-from rl755.common import checkpoints, devices, run_record, tf_setup
+from rl755.common import checkpoints, determinism, devices, run_record, tf_setup
 from rl755.environments import Environments
 from rl755.models.common import sequential_loop
 from rl755.models.common.sequential import SequentialModel
@@ -54,6 +56,7 @@ def train_sequential_model(
     learning_rate: float,
     sample_observations: bool = False,
     difference_targets: bool = False,
+    slice_start: str = "uniform",
     save_every_n_steps: int = 1000,
     validation_steps: int = 10,
     check_numerics: bool = False,
@@ -61,6 +64,8 @@ def train_sequential_model(
     num_threads: int | None = None,
     run_flags: dict | None = None,
     task: str = "autoregressive",
+    seed: int = 0,
+    deterministic: bool | None = None,
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -71,13 +76,16 @@ def train_sequential_model(
     (`resolve_rollouts_dataset`), constructed with `tfrecords_pattern=rollouts_pattern` when
     given (a glob with "{split}"). `task`: "autoregressive", "infill" or "mixed"
     (rl755.models.common.sequential_tasks). `run_flags` go into the run record and TensorBoard
-    (default: the arguments). Returns `fit_sequential_model`'s result."""
+    (default: the arguments). `seed` and `deterministic`: `rl755.common.determinism.configure`
+    (initial weights, slice starts, z samples of `sample_observations`, shuffling). Returns
+    `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.models.common import sequential_tasks
 
     tf_setup.limit_threads(num_threads)
     # First: a multi-worker strategy must be created before TensorFlow initializes.
     strategy = devices.make_strategy()
+    determinism.configure(seed, deterministic)  # before any layer draws its initializer seed
     env = Environments.from_name(environment)
     model_fn = resolve_model_fn(env, model)
     dataset_cls = resolve_rollouts_dataset(env, rollouts_dataset)
@@ -88,7 +96,12 @@ def train_sequential_model(
     builder = dataset_cls(tfrecords_pattern=rollouts_pattern) if rollouts_pattern else dataset_cls()
     if not isinstance(builder, EncodedRolloutDatasetBuilder):
         raise TypeError(f"{rollouts_dataset} is not an EncodedRolloutDatasetBuilder.")
-    builder.get_tfrecord_files("train")  # fails fast, saying how to create the data
+    builder.check_shards("train")  # fails fast: how to create the data, or which file is broken
+    splits = ("train",)
+    if validation_steps:
+        with contextlib.suppress(FileNotFoundError):  # (the loop explains a missing split)
+            builder.check_shards("validation")
+            splits = ("train", "validation")
     probe = model_fn()
     if not isinstance(probe, SequentialModel):
         raise TypeError(f"--model={model} gives {type(probe).__name__}, not a SequentialModel.")
@@ -107,6 +120,7 @@ def train_sequential_model(
         rollouts_dataset=rollouts_dataset,
         sequence_length=int(sequence_length),
         sample_observations=bool(sample_observations),
+        slice_start=slice_start,
     )
     if run_flags is None:
         run_flags = dict(
@@ -121,7 +135,17 @@ def train_sequential_model(
             rollouts_pattern=rollouts_pattern,
             task=task,
         )
-    with run_record.record_run(model_dir, run_flags, stage="train_sequential_model"):
+    single_process = int(os.environ.get("SLURM_STEP_NUM_TASKS", "1")) <= 1
+    with (
+        run_record.record_run(model_dir, run_flags, stage="train_sequential_model"),
+        # (several workers share model_dir: only a lone process cleans up after itself)
+        (
+            run_record.removed_on_failure(model_dir, checkpoints.is_marker)
+            if single_process
+            else contextlib.nullcontext()
+        ),
+        builder.naming_bad_shards(*splits),
+    ):
         if devices.is_chief(strategy):
             probe.build_extras(model_dir, builder)
         else:  # other workers wait for the chief's (one writer per file)
@@ -134,6 +158,7 @@ def train_sequential_model(
                 sequence_length,
                 sample_observations,
                 difference_targets,
+                slice_start=slice_start,
                 rollout_ids=rollout_ids,
             ),
             model_dir=model_dir,
@@ -148,6 +173,7 @@ def train_sequential_model(
             model_info=info,
             hparams=run_flags,
             task=training_task,
+            seed=seed,
         )
 
 

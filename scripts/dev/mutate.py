@@ -1,0 +1,204 @@
+"""Mutation testing: does the suite notice when one behaviour breaks?
+
+    python scripts/dev/mutate.py                       # every mutation (make mutate)
+    python scripts/dev/mutate.py --only=saved_controller_worst_eval,dream_ignores_temperature
+    python scripts/dev/mutate.py --list                # names, files, tests
+    python scripts/dev/mutate.py --baseline            # first check the tests pass unmutated
+
+Each entry of scripts/dev/mutations.py breaks one documented behaviour with one exact text
+replacement (file, old text, new text) and names the tests that should notice. The runner
+copies the checkout (tracked and untracked, not ignored, files) to a scratch directory once,
+and for each mutation writes the mutated file there, runs only the named tests against that
+copy (PYTHONPATH=<copy>), then writes the original back: the working tree is never touched.
+
+A mutation is "killed" when the tests fail (exit status 1) or cannot even be collected (2),
+"survived" when they pass. A mutation whose old text is no longer found exactly once is an
+"error": the code changed, so update the entry. Prints one row per mutation and the score;
+exit status 0 when every mutation was killed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    """One broken behaviour.
+
+    Attributes:
+      name: short identifier (--only).
+      file: path relative to the repository root.
+      old: text that occurs exactly once in `file`.
+      new: what replaces it.
+      tests: pytest node ids or files (relative to the root) that must fail.
+      what: the behaviour broken, in words.
+    """
+
+    name: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    what: str
+
+
+def load_mutations() -> list[Mutation]:
+    spec = importlib.util.spec_from_file_location(
+        "rl755_mutations", os.path.join(os.path.dirname(__file__), "mutations.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return [Mutation(**m) for m in module.MUTATIONS]
+
+
+def apply(text: str, m: Mutation) -> str:
+    """`text` with `m.old` replaced by `m.new`; ValueError unless `m.old` occurs exactly once."""
+    count = text.count(m.old)
+    if count != 1:
+        raise ValueError(
+            f"mutation {m.name}: the old text occurs {count} times in {m.file} (must be once); "
+            "the code changed: update scripts/dev/mutations.py."
+        )
+    return text.replace(m.old, m.new)
+
+
+def check_all_apply(mutations: list[Mutation], root: str = REPO) -> list[str]:
+    """The problems (old text not found once, test file missing) of every mutation."""
+    problems = []
+    names = [m.name for m in mutations]
+    for name in {n for n in names if names.count(n) > 1}:
+        problems.append(f"mutation name {name} is used twice")
+    for m in mutations:
+        if not os.path.isfile(os.path.join(root, m.file)):
+            problems.append(f"mutation {m.name}: {m.file} does not exist")
+            continue
+        with open(os.path.join(root, m.file)) as f:
+            text = f.read()
+        try:
+            mutated = apply(text, m)
+        except ValueError as e:
+            problems.append(str(e))
+            continue
+        if mutated == text:
+            problems.append(f"mutation {m.name} changes nothing")
+        for t in m.tests:
+            if not os.path.exists(os.path.join(root, t.split("::")[0])):
+                problems.append(f"mutation {m.name}: test file {t} does not exist")
+    return problems
+
+
+def scratch_copy(root: str = REPO) -> str:
+    """A copy of the checkout's tracked and untracked (not ignored) files."""
+    out = subprocess.run(
+        ["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    dest = tempfile.mkdtemp(prefix="rl755-mutate-")
+    for rel in filter(None, out.split("\0")):
+        src = os.path.join(root, rel)
+        if not os.path.isfile(src):
+            continue  # deleted in the working tree
+        os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dest, rel))
+    return dest
+
+
+def run_tests(copy: str, tests, timeout: float) -> tuple[int, str]:
+    """(pytest's exit status, its last lines) for `tests` run against `copy`."""
+    env = dict(os.environ, PYTHONPATH=copy, TF_CPP_MIN_LOG_LEVEL="2")
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    try:
+        proc = subprocess.run(
+            cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return -1, "timed out"
+    tail = [line for line in proc.stdout.strip().splitlines() if line.strip()][-1:]
+    return proc.returncode, tail[0] if tail else ""
+
+
+def verdict(status: int) -> str:
+    return {0: "survived", 1: "killed", 2: "killed (collection error)", -1: "timeout"}.get(
+        status, f"error (pytest exit {status})"
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated mutation names")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--baseline", action="store_true", help="check the tests pass first")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per test run")
+    args = parser.parse_args(argv)
+
+    mutations = load_mutations()
+    if args.only:
+        wanted = set(args.only.split(","))
+        unknown = wanted - {m.name for m in mutations}
+        if unknown:
+            parser.error(
+                f"unknown mutation(s) {sorted(unknown)}; valid: {', '.join(m.name for m in mutations)}"
+            )
+        mutations = [m for m in mutations if m.name in wanted]
+    if args.list:
+        for m in mutations:
+            print(f"{m.name:34s} {m.file}\n    {m.what}\n    tests: {' '.join(m.tests)}")
+        return 0
+    problems = check_all_apply(mutations)
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 2
+
+    copy = scratch_copy()
+    rows = []
+    try:
+        if args.baseline:
+            for tests in sorted({m.tests for m in mutations}):
+                status, tail = run_tests(copy, tests, args.timeout)
+                if status != 0:
+                    print(f"baseline fails ({tail}): {' '.join(tests)}", file=sys.stderr)
+                    return 2
+        for i, m in enumerate(mutations, 1):
+            path = os.path.join(copy, m.file)
+            with open(path) as f:
+                original = f.read()
+            t0 = time.monotonic()
+            try:
+                with open(path, "w") as f:
+                    f.write(apply(original, m))
+                status, tail = run_tests(copy, m.tests, args.timeout)
+            finally:
+                with open(path, "w") as f:
+                    f.write(original)
+            rows.append((m, verdict(status), time.monotonic() - t0))
+            print(f"[{i}/{len(mutations)}] {m.name}: {rows[-1][1]} ({rows[-1][2]:.0f} s) {tail}")
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+    print("\n| mutation | file | result | s |\n|---|---|---|---|")
+    for m, result, secs in rows:
+        print(f"| {m.name} | {m.file} | {result} | {secs:.0f} |")
+    killed = sum(r.startswith("killed") for _, r, _ in rows)
+    print(f"\nscore: {killed}/{len(rows)} killed")
+    for m, result, _ in rows:
+        if not result.startswith("killed"):
+            print(f"  {result}: {m.name} ({m.what})")
+    return 0 if killed == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

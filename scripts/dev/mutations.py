@@ -1,0 +1,289 @@
+"""The curated mutations of scripts/dev/mutate.py: one broken behaviour each.
+
+Each entry: name, file, old (exact text, found once), new, tests (that must fail), what.
+Keep `old` short but unique; tests/test_mutations.py checks that every entry still applies.
+"""
+
+CT = "tests/test_controller_training.py"
+CONTROLLERS = "tests/test_controllers.py"
+ENCODER = "tests/test_encoder.py"
+ROLLOUTS = "tests/test_rollouts.py"
+DATASETS = "tests/test_rollout_datasets.py"
+SEQ_MODELS = "tests/test_sequential_models.py"
+SEQ_TRAIN = "tests/test_sequential_training.py"
+ENCODE = "tests/test_encoder_encode.py"
+SHARDS = "tests/test_bad_shards.py"
+ENTRIES = "tests/test_environment_entries.py"
+CI = "tests/test_ci.py"
+LOGS = "tests/test_quiet_logs.py"
+
+MUTATIONS = [
+    # ---- the six blind spots of issue 16 ---------------------------------------------------------
+    dict(
+        name="saved_controller_worst_eval",
+        file="rl755/controller/saved.py",
+        old='best = max(ckpt["evals"], key=lambda e: e["mean"])',
+        new='best = min(ckpt["evals"], key=lambda e: e["mean"])',
+        tests=(f"{CT}::test_the_saved_controller_is_the_best_real_evaluation",),
+        what="the saved controller is the worst real evaluation, not the best",
+    ),
+    dict(
+        name="compare_random_other_seeds",
+        file="rl755/controller/evaluate.py",
+        old="rnd = random_policy_returns(make_env, seeds, max_steps)",
+        new="rnd = random_policy_returns(make_env, seeds + 1, max_steps)",
+        tests=(f"{CT}::test_compare_random_plays_the_controllers_seeds",),
+        what="--compare_random plays other seeds than the controller",
+    ),
+    dict(
+        name="dream_ignores_temperature",
+        file="rl755/controller/dream_eval.py",
+        old="h, temperature=self.temperature, seed=",
+        new="h, temperature=1.0, seed=",
+        tests=(f"{CONTROLLERS}::test_dream_temperature_sets_how_random_the_dream_is",),
+        what="the dream samples at temperature 1 whatever --temperature says",
+    ),
+    dict(
+        name="vae_keeps_indicator_bar",
+        file="rl755/models/common/conv_vae.py",
+        old="x = x[:, self.crop_rows[0] : self.crop_rows[1]]",
+        new="x = x[:, :]",
+        tests=(f"{ENCODER}::test_car_racing_vae_crops_the_indicator_bar_by_content",),
+        what="CarRacing's VAE no longer crops the indicator bar (rows 84:96)",
+    ),
+    dict(
+        name="encoder_resume_zeroes_adam_moments",
+        file="rl755/models/common/train_encoder.py",
+        old="checkpoints.load_weights_checked(encoder, latest.weights_path)",
+        new=(
+            "checkpoints.load_weights_checked(encoder, latest.weights_path)\n"
+            "            for _v in optimizer.variables[2:]:\n"
+            "                _v.assign(tf.zeros_like(_v))"
+        ),
+        tests=(f"{ENCODER}::test_resume_restores_weights_and_adam_state_exactly",),
+        what="a resumed encoder run starts with zeroed Adam moments (step count kept)",
+    ),
+    dict(
+        name="find_corrupted_delete_keeps_files",
+        file="rl755/data_gen/corrupted.py",
+        old="            os.remove(path)\n",
+        new="            pass\n",
+        tests=(f"{ROLLOUTS}::test_find_corrupted_delete_removes_only_the_corrupted_shards",),
+        what="find_corrupted_tfrecords.py --delete deletes nothing",
+    ),
+    # ---- controller ------------------------------------------------------------------------------
+    dict(
+        name="training_fitness_selects_first",
+        file="rl755/controller/cma_train.py",
+        old='if fitness[best] > state["best_fitness"]:',
+        new='if state["best_params"] is None:',
+        tests=(f"{CT}::test_without_evaluations_the_best_training_member_is_saved",),
+        what="the best member is the first generation's, not the best seen",
+    ),
+    dict(
+        name="members_play_different_seeds",
+        file="rl755/controller/cma_train.py",
+        old="np.tile(seeds, cfg.population_size)",
+        new="np.random.default_rng(gen).permutation(np.tile(seeds, cfg.population_size))",
+        tests=(f"{CT}::test_without_evaluations_the_best_training_member_is_saved",),
+        what="the members of a generation no longer share its trial seeds",
+    ),
+    dict(
+        name="eval_seeds_change_per_generation",
+        file="rl755/controller/cma_train.py",
+        old="ev_seeds = eval_seeds(cfg.seed, cfg.eval_episodes)",
+        new='ev_seeds = eval_seeds(cfg.seed + record["generation"], cfg.eval_episodes)',
+        tests=(f"{CT}::test_the_saved_controller_is_the_best_real_evaluation",),
+        what="the periodic real evaluation plays other seeds each time",
+    ),
+    dict(
+        name="dream_gap_sign_flipped",
+        file="rl755/controller/cma_train.py",
+        old='scalars["eval/dream_to_real_gap"] = record["best"] - evr["mean"]',
+        new='scalars["eval/dream_to_real_gap"] = evr["mean"] - record["best"]',
+        tests=(f"{CT}::test_dream_to_real_gap_is_dream_fitness_minus_real_score",),
+        what="TensorBoard's dream-to-real gap has the wrong sign",
+    ),
+    dict(
+        name="tensorboard_best_logs_mean",
+        file="rl755/controller/cma_train.py",
+        old='"fitness/best": record["best"],',
+        new='"fitness/best": record["mean"],',
+        tests=(f"{CT}::test_bookkeeping_matches_the_history",),
+        what="TensorBoard's fitness/best shows the population mean",
+    ),
+    dict(
+        name="cma_resume_drops_correlations",
+        file="rl755/controller/cma_state.py",
+        old="    refresh_decomposition(es)\n    return es",
+        new="    es.sm.C = np.diag(np.diag(es.sm.C))\n    refresh_decomposition(es)\n    return es",
+        tests=(f"{CT}::test_rerun_resumes_generation_count_and_cma_state_exactly",),
+        what="a resumed CMA-ES run loses the off-diagonal covariance",
+    ),
+    dict(
+        name="cma_checkpoint_keeps_eigenvectors",
+        file="rl755/controller/cma_state.py",
+        old="es.sm.B = es.B = es.sm._inverse_root_C = None",
+        new="es.sm._inverse_root_C = None",
+        tests=(f"{CT}::test_checkpoints_hold_what_a_resume_needs_and_no_more",),
+        what="CMA-ES checkpoints store the N x N eigenvectors again",
+    ),
+    dict(
+        name="no_diagonal_cma",
+        file="rl755/controller/cma_state.py",
+        old='return "full" if num_params <= FULL_COVARIANCE_MAX_PARAMS else "diagonal"',
+        new='return "full"',
+        tests=(f"{CT}::test_large_controllers_use_diagonal_cma",),
+        what="large controllers get a full covariance matrix",
+    ),
+    # ---- data ------------------------------------------------------------------------------------
+    dict(
+        name="slices_not_contiguous",
+        file="rl755/data/common/rollout_datasets.py",
+        old="return {k: v[start : start + slice_size] for k, v in r.items()}",
+        new="return {k: tf.reverse(v[start : start + slice_size], [0]) for k, v in r.items()}",
+        tests=(f"{DATASETS}::test_random_rollout_slices",),
+        what="random_rollout_slices_ds returns the steps of a slice out of order",
+    ),
+    dict(
+        name="sampled_frames_with_replacement",
+        file="rl755/data/common/rollout_datasets.py",
+        old="idx = tf.random.shuffle(tf.range(n))[:k]",
+        new="idx = tf.random.uniform([k], 0, n, dtype=tf.int32)",
+        tests=(f"{DATASETS}::test_random_rollout_observations",),
+        what="frames are sampled from a rollout with replacement",
+    ),
+    dict(
+        name="targets_are_inputs",
+        file="rl755/data/common/rollout_datasets.py",
+        old="z_in, z_next = z[:steps], z[1 : steps + 1]",
+        new="z_in, z_next = z[:steps], z[0:steps]",
+        tests=(f"{DATASETS}::test_autoregressive_slices_alignment",),
+        what="sequential targets are z_t instead of z_{t+1}",
+    ),
+    dict(
+        name="encode_drops_std_devs",
+        file="rl755/data_gen/encode.py",
+        old="        obs_std_l=std,\n",
+        new="        obs_std_l=None,\n",
+        tests=(f"{ENCODE}::test_encode_then_read_matches_the_model",),
+        what="stage 3 no longer stores the VAE's posterior std devs",
+    ),
+    dict(
+        name="truncated_shard_not_checked",
+        file="rl755/common/shard_checks.py",
+        old="raise BadInput(corrupted_message(bad, pattern))",
+        new="return",
+        tests=(
+            f"{SHARDS}::test_check_shards_names_every_bad_file_and_the_finder",
+            f"{SHARDS}::test_train_obs_encoder_names_a_truncated_gzip_shard_before_training",
+        ),
+        what="truncated shards are no longer found before training",
+    ),
+    dict(
+        name="gzip_trailer_not_checked",
+        file="rl755/common/shard_checks.py",
+        old="    if not inflater.eof:",
+        new="    if False:",
+        tests=(f"{SHARDS}::test_check_shard_finds_every_truncation_tensorflow_fails_on",),
+        what="a GZIP shard without its end of stream passes the check",
+    ),
+    dict(
+        name="data_loss_not_named",
+        file="rl755/common/shard_checks.py",
+        old="    except tf.errors.DataLossError as e:",
+        new="    except tf.errors.OutOfRangeError as e:",
+        tests=(
+            f"{SHARDS}::test_a_damaged_record_met_while_encoding_is_named_and_leaves_only_the_record",
+        ),
+        what="TensorFlow's DataLossError reaches the user without the file's name",
+    ),
+    dict(
+        name="failed_run_leaves_outputs",
+        file="rl755/common/run_record.py",
+        old="        if not any(is_progress(p) for p in new):",
+        new="        if False:",
+        tests=(
+            f"{SHARDS}::test_a_damaged_record_met_during_training_is_named_and_leaves_only_the_record",
+        ),
+        what="a run that fails before its first checkpoint leaves TensorBoard files behind",
+    ),
+    # ---- models ----------------------------------------------------------------------------------
+    dict(
+        name="mdn_temperature_ignored",
+        file="rl755/models/common/sequential_heads.py",
+        old='logits=outputs["mdn_logits"] / tau',
+        new='logits=outputs["mdn_logits"]',
+        tests=(f"{SEQ_MODELS}::test_mdn_samples_match_mixture_moments",),
+        what="the MDN's mixture weights ignore the temperature",
+    ),
+    dict(
+        name="reconstruction_rows_swapped",
+        file="rl755/models/common/encoder_callbacks.py",
+        old="rows = [pictures.frame_grid(frames_as_seen(encoder, frames)), pictures.frame_grid(recon)]",
+        new="rows = [pictures.frame_grid(recon), pictures.frame_grid(frames_as_seen(encoder, frames))]",
+        tests=(
+            f"{ENCODER}::test_reconstruction_picture_is_what_the_model_sees_above_its_reconstruction",
+        ),
+        what="the reconstruction PNG shows reconstructions on top, frames below",
+    ),
+    dict(
+        name="kl_tolerance_dropped",
+        file="rl755/models/common/conv_vae.py",
+        old="kl = tf.maximum(kl, self.kl_tolerance * self._representation_size)",
+        new="kl = kl",
+        tests=(f"{ENCODER}::test_car_racing_vae_matches_the_paper",),
+        what="the VAE's KL term is no longer clipped at kl_tolerance * Z",
+    ),
+    dict(
+        name="sequential_resume_fresh_optimizer",
+        file="rl755/models/common/sequential_loop.py",
+        old="checkpoints.restore_optimizer(",
+        new="(lambda *a, **k: None)(",
+        tests=(f"{SEQ_TRAIN}::test_resume_restores_optimizer_state_exactly",),
+        what="a resumed sequential run starts with a fresh optimizer",
+    ),
+    dict(
+        name="sequences_per_second_wrong",
+        file="rl755/models/common/sequential_loop.py",
+        old='"perf/sequences_per_second": acc_n * batch_size / elapsed,',
+        new='"perf/sequences_per_second": acc_n / elapsed,',
+        tests=(f"{SEQ_TRAIN}::test_train_checkpoints_tensorboard_record_and_resume",),
+        what="TensorBoard's sequences/s forgets the batch size",
+    ),
+    # ---- environments, CI, logs ------------------------------------------------------------------
+    dict(
+        name="unreproducible_reset_not_declared",
+        file="rl755/testing/replay.py",
+        old="    if env.spec.reproducible_reset:\n",
+        new="    if True:\n",
+        tests=(f"{ENTRIES}::test_an_unreproducible_reset_is_said_in_words",),
+        what="an environment's reproducible_reset=False is not heeded",
+    ),
+    dict(
+        name="ci_passes_without_slurm",
+        file=".ci/run",
+        old="  exit 1\nelse",
+        new="  true\nelse",
+        tests=(f"{CI}::test_ci_fails_when_slurm_does_not_start",),
+        what="CI goes on (and can pass by skipping) when SLURM does not start",
+    ),
+    dict(
+        name="slurm_tests_skip_in_ci",
+        file="tests/slurm_helpers.py",
+        old='return os.environ.get("CI", "").lower() == "true"',
+        new="return False",
+        tests=(f"{CI}::test_in_ci_a_slurm_test_without_slurm_fails",),
+        what="in CI the SLURM tests skip instead of failing without SLURM",
+    ),
+    dict(
+        name="tf_chatter_not_filtered",
+        file="rl755/common/tf_setup.py",
+        old='kept = "".join(line for line in lines if not is_noise(line))',
+        new='kept = "".join(lines)',
+        tests=(
+            f"{LOGS}::test_importing_rl755_then_tensorflow_prints_no_chatter_but_keeps_warnings",
+        ),
+        what="TensorFlow's start-up chatter reaches stderr again",
+    ),
+]

@@ -1,0 +1,110 @@
+"""CI that cannot pass by skipping: .ci/run fails without SLURM when CI=true, SLURM tests fail
+instead of skipping there, and every skip is listed with its reason at the end of the output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def _executable(path, text):
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def _ci_copy(tmp_path, slurm_starts: bool):
+    """.ci/run in a scratch tree whose start_slurm.sh succeeds or fails and whose `make`
+    only records its arguments."""
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(os.path.join(REPO, ".ci", "run"), tmp_path / ".ci" / "run")
+    _executable(tmp_path / ".ci" / "start_slurm.sh", f"exit {0 if slurm_starts else 1}\n")
+    _executable(tmp_path / ".ci" / "stop_slurm.sh", "exit 0\n")
+    (tmp_path / "bin").mkdir()
+    _executable(tmp_path / "bin" / "make", f'echo "$@" >> {tmp_path}/make_calls\n')
+    return tmp_path
+
+
+def _run_ci(tree, **env):
+    environ = {k: v for k, v in os.environ.items() if k != "CI"}
+    environ.update(env, PATH=f"{tree}/bin:{os.environ['PATH']}")
+    proc = subprocess.run(
+        ["bash", str(tree / ".ci" / "run")], capture_output=True, text=True, env=environ
+    )
+    calls = (tree / "make_calls").read_text().splitlines() if (tree / "make_calls").exists() else []
+    return proc, calls
+
+
+def test_ci_fails_when_slurm_does_not_start(tmp_path):
+    proc, calls = _run_ci(_ci_copy(tmp_path, slurm_starts=False), CI="true")
+    assert proc.returncode == 1 and calls == []
+    assert "in CI (CI=true) the tests marked 'slurm' must run" in proc.stderr
+
+
+def test_outside_ci_a_missing_slurm_only_skips(tmp_path):
+    proc, calls = _run_ci(_ci_copy(tmp_path, slurm_starts=False))
+    assert proc.returncode == 0, proc.stderr
+    assert "will be skipped (listed at the end)" in proc.stderr
+    assert calls == ["venv", "lint", "test PYTEST_ARGS="]
+
+
+def test_ci_runs_everything_when_slurm_starts(tmp_path):
+    proc, calls = _run_ci(_ci_copy(tmp_path, slurm_starts=True), CI="true")
+    assert proc.returncode == 0, proc.stderr
+    assert calls == ["venv", "lint", "test PYTEST_ARGS="]
+
+
+def _pytest_on(tmp_path, code, **env):
+    """Runs pytest with the project's configuration on one test file, without SLURM."""
+    test_file = tmp_path / "test_probe.py"
+    test_file.write_text(textwrap.dedent(code))
+    shutil.copy(os.path.join(TESTS, "conftest.py"), tmp_path / "conftest.py")
+    environ = {k: v for k, v in os.environ.items() if k != "CI"}
+    # No sbatch on PATH: only the Python that runs pytest.
+    environ.update(
+        env, PATH=os.path.dirname(sys.executable), PYTHONPATH=os.pathsep.join([TESTS, REPO])
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", os.path.join(REPO, "pyproject.toml"),
+         "--rootdir", str(tmp_path), "-p", "no:cacheprovider", str(test_file)],
+        capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+
+
+PROBE = """
+    import pytest
+    from slurm_helpers import needs_slurm
+
+    @pytest.mark.skip(reason="a reason that must show")
+    def test_skipped():
+        pass
+
+    pytestmark = []
+
+    @needs_slurm[0]
+    @needs_slurm[1]
+    @needs_slurm[2]
+    def test_needs_slurm():
+        pass
+"""
+
+
+def test_skips_are_listed_with_their_reasons_at_the_end(tmp_path):
+    proc = _pytest_on(tmp_path, PROBE)
+    assert proc.returncode == 0, proc.stdout
+    summary = proc.stdout[proc.stdout.index("short test summary info") :]
+    assert "SKIPPED [1] test_probe.py" in summary and "a reason that must show" in summary
+    assert "sbatch is not on PATH" in summary  # the SLURM test skipped, saying why
+
+
+def test_in_ci_a_slurm_test_without_slurm_fails(tmp_path):
+    proc = _pytest_on(tmp_path, PROBE, CI="true")
+    assert proc.returncode == 1, proc.stdout
+    assert "SLURM is required here (CI=true) but unavailable: sbatch is not on PATH" in proc.stdout
+    assert "1 error" in proc.stdout or "1 failed" in proc.stdout

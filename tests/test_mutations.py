@@ -1,0 +1,67 @@
+"""The mutation list (scripts/dev/mutations.py) still applies to the code, and the runner
+never touches the working tree."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def mutate():
+    spec = importlib.util.spec_from_file_location(
+        "rl755_mutate", os.path.join(REPO, "scripts", "dev", "mutate.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_mutation_applies_once_and_names_existing_tests(mutate):
+    mutations = mutate.load_mutations()
+    assert len(mutations) >= 16
+    assert mutate.check_all_apply(mutations) == []
+
+
+def test_apply_refuses_text_that_is_not_there_once(mutate):
+    m = mutate.Mutation("x", "f.py", "a = 1", "a = 2", ("tests/t.py",), "what")
+    assert mutate.apply("a = 1\n", m) == "a = 2\n"
+    for text in ("b = 1\n", "a = 1\na = 1\n"):
+        with pytest.raises(ValueError, match="update scripts/dev/mutations.py"):
+            mutate.apply(text, m)
+
+
+def test_a_run_reports_killed_and_survived_and_restores_nothing_in_place(mutate, tmp_path):
+    """Two mutations of a scratch repository: one its test notices, one it does not."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "lib.py").write_text(
+        "def double(x):\n    return 2 * x\n\n\ndef name():\n    return 'a'\n"
+    )
+    (repo / "tests" / "test_lib.py").write_text(
+        "from lib import double\n\n\ndef test_double():\n    assert double(3) == 6\n"
+    )
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    copy = mutate.scratch_copy(str(repo))
+    try:
+        assert sorted(os.listdir(copy)) == ["lib.py", "tests"]
+        status, _ = mutate.run_tests(copy, ("tests/test_lib.py",), timeout=120)
+        assert mutate.verdict(status) == "survived"  # unmutated: passes
+        path = os.path.join(copy, "lib.py")
+        original = open(path).read()
+        open(path, "w").write(original.replace("2 * x", "3 * x"))
+        status, _ = mutate.run_tests(copy, ("tests/test_lib.py",), timeout=120)
+        assert mutate.verdict(status) == "killed"
+    finally:
+        import shutil
+
+        shutil.rmtree(copy)
+    assert "2 * x" in (repo / "lib.py").read_text()

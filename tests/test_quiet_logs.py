@@ -1,0 +1,96 @@
+"""Logs a person can read: TensorFlow's start-up chatter is filtered in every process that
+imports rl755 (Ray workers included), other warnings pass (rl755.common.tf_setup)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rl755.common import tf_setup
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What `make demo` printed from every worker before (issue 16), and Ray's token notice.
+CHATTER = (
+    "oneDNN custom operations are on",
+    "Could not find cuda drivers",
+    "failed call to cuInit",
+    "All log messages before absl::InitializeLog()",
+    "Token authentication is enabled for this Ray cluster",
+)
+
+
+def _python(code: str, **env):
+    environ = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    environ.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=300, env=environ, cwd=REPO,
+    )  # fmt: skip
+
+
+def _chatter(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if any(c in line for c in CHATTER)]
+
+
+def test_importing_rl755_then_tensorflow_prints_no_chatter_but_keeps_warnings():
+    proc = _python("""
+        import os, sys
+        import rl755
+        import tensorflow as tf
+        print(tf.constant(2) * 3)
+        from rl755.common import tf_setup
+        with tf_setup.filtered_stderr():  # C++ writes straight to file descriptor 2
+            os.write(2, b"I0000 port.cc:153] oneDNN custom operations are on. ...\\n")
+            os.write(2, b"W0000 something.cc:1] a warning that matters\\n")
+        """)
+    assert proc.returncode == 0, proc.stderr
+    assert "tf.Tensor(6" in proc.stdout
+    assert _chatter(proc.stderr) == [], proc.stderr
+    assert proc.stderr.strip().splitlines() == ["W0000 something.cc:1] a warning that matters"]
+    shown = _python("import rl755, tensorflow", RL755_TF_STARTUP_LOGS="1")
+    assert "oneDNN custom operations are on" in shown.stderr  # the opt-out shows everything
+
+
+def test_noise_is_only_the_listed_lines():
+    assert tf_setup.is_noise(
+        "I0000 00:00:17.9 354 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used."
+    )
+    assert not tf_setup.is_noise("W0000 ... Out of memory while trying to allocate")
+    assert not tf_setup.is_noise("E0000 ... DataLossError: truncated record at 0")
+    if not os.path.exists("/dev/nvidiactl"):
+        assert tf_setup.is_noise("E0000 cuda_platform.cc:52] failed call to cuInit: ...")
+
+
+def test_split_devices_still_work_after_a_quiet_import():
+    """The device listing inside the quiet import must not initialize TF's runtime."""
+    proc = _python("""
+        from rl755.common import tf_setup
+        tf_setup.split_cpu_into_logical_devices(2)
+        tf_setup.limit_threads(1)
+        import tensorflow as tf
+        print(len(tf.config.list_logical_devices("CPU")))
+        """)
+    assert proc.returncode == 0 and proc.stdout.strip() == "2", proc.stderr
+
+
+@pytest.mark.slow
+def test_a_ray_stage_prints_no_start_up_chatter(tmp_path):
+    """Stage 1 with 2 Ray workers, as `make demo` runs it: the progress and the summary,
+    nothing from TensorFlow's or Ray's start-up."""
+    proc = subprocess.run(
+        [
+            sys.executable, os.path.join(REPO, "scripts/data_gen/collect_rollouts.py"),
+            "--environment=FAKE_PIXELS", "--policy=RandomPolicy", "--num_rollouts=2",
+            "--parallelism=2", "--max_steps=8", f"--out_dir={tmp_path / 'r'}",
+            "--out_format=tfrecord", "--seed=1",
+        ],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+        env={k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Wrote 2 files (2 rollouts" in proc.stderr
+    assert _chatter(proc.stderr) == [], proc.stderr
