@@ -81,6 +81,8 @@ def test_index_is_rebuilt_identically_after_an_interruption(tmp_path, monkeypatc
     # Rerun: found, not rebuilt; other settings are refused.
     monkeypatch.setattr(ri, "_finish", None)
     ri.build_index(builder, str(tmp_path / "a"), *args)
+    other = _builder(tmp_path / "enc2", rollouts_per_split=2, steps=8)  # training goes on elsewhere
+    assert ri.build_index(other, str(tmp_path / "a"), *args).info["num_windows"] == 16 * 11
     with pytest.raises(ValueError, match="other settings: window=3 \\(now 2\\)"):
         ri.build_index(builder, str(tmp_path / "a"), ri.RetrievalSettings(window=2), Z, A)
 

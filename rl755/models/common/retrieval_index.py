@@ -30,7 +30,8 @@ On disk (rl755.common.checkpoints, so a reader only sees complete files):
                                                                    rollouts, while building
 Rollouts are read in sorted shard order; rerunning after an interruption reads the finished
 chunks back and continues after them, so an interrupted build gives the same index as an
-uninterrupted one. The chunks are deleted once the index is complete.
+uninterrupted one (the chunks must come from the same data). The chunks are deleted once the
+index is complete; a complete index is kept when training resumes on other data.
 """
 
 from __future__ import annotations
@@ -301,8 +302,12 @@ def build_index(
     `index_dir`; returns its checkpoint. Settings that differ from a previous run's fail."""
     identity = _identity(settings, representation_size, action_size, builder.tfrecords_pattern())
     done = checkpoints.newest_complete_checkpoint(index_dir)
-    if done is not None:
-        _check_identity(done, identity, index_dir)
+    if done is not None:  # finished: kept, also when training goes on with other data
+        _check_identity(
+            done, {k: v for k, v in identity.items() if k != "rollouts_pattern"}, index_dir
+        )
+        if done.info.get("rollouts_pattern") != identity["rollouts_pattern"]:
+            logging.info("Keeping the retrieval index of %s.", done.info.get("rollouts_pattern"))
         return done
     chunks_dir = os.path.join(index_dir, CHUNKS)
     chunks = _read_chunks(chunks_dir, identity)
