@@ -159,8 +159,10 @@ def labeled_rows(rows: dict, title: str | None = None) -> Picture:
     grid = np.concatenate(strips, axis=0)
     h, w = grid.shape[:2]
     scale = max(1.0, 75.0 * len(labels) / h)
-    fig, ax = new_figure(figsize=(w * scale / 100 + 1.4, h * scale / 100 + 0.6))
+    label_inches = max(1.4, 0.4 + 0.09 * max(len(str(k)) for k in labels))  # long labels fit
+    fig, ax = new_figure(figsize=(w * scale / 100 + label_inches, h * scale / 100 + 0.6))
     ax.imshow(grid, interpolation="nearest")
+    ax.set_anchor("E")  # spare width goes to the labels' side
     ax.set_xticks([])
     row_h = h / len(labels)
     ax.set_yticks([(i + 0.5) * row_h for i in range(len(labels))])

@@ -191,7 +191,8 @@ def _entry(name: str, kind: str | None = None) -> tuple[str, Any]:
     entry = _BUILDERS.get(name)
     if entry is None or (kind is not None and entry[0] != kind):
         what = f"{kind} model" if kind else "model"
-        found = f" ({name} is a {entry[0]} model)" if entry else ""
+        article = "an" if entry and entry[0][0] in "aeiou" else "a"
+        found = f" ({name} is {article} {entry[0]} model)" if entry else ""
         raise LookupError(
             f"Unknown {what} {name!r}{found}. Valid --model values: {', '.join(names(kind))} "
             "(rl755.models.catalogue)."

@@ -138,15 +138,19 @@ def evaluate_infilling_models(
         raise BadInput(str(e)) from e
     task, k = info["task"], int(info["context_frames"])
     batches = _windows(builder, split, k, num_examples, batch_size, seed)
-    flags = run_flags if run_flags is not None else dict(
-        model_dirs=list(model_dirs), names=list(models), split=split, num_examples=num_examples,
-        num_draws=num_draws, seed=seed, rollouts_pattern=builder.tfrecords_pattern(),
-    )  # fmt: skip
+    settings = dict(
+        environment=env.name,
+        task=task,
+        context_frames=k,
+        split=split,
+        num_draws=num_draws,
+        seed=seed,
+        rollouts_pattern=builder.tfrecords_pattern(),
+    )
+    flags = run_flags
+    if flags is None:
+        flags = dict(settings, model_dirs=list(model_dirs), num_examples=num_examples)
     with run_record.record_run(out_dir, flags, stage="evaluate_infilling"):
-        settings = dict(
-            environment=env.name, task=task, context_frames=k, split=split, num_draws=num_draws,
-            seed=seed, rollouts_pattern=builder.tfrecords_pattern(),
-        )  # fmt: skip
         return _evaluate(models, settings, batches, out_dir, picture_examples)
 
 

@@ -99,10 +99,10 @@ def train_infilling_unet(
         return ds.shuffle(SHUFFLE_BUFFER) if split == "train" else ds
 
     info = dict(environment=env.name, model=model, rollouts_pattern=builder.tfrecords_pattern())
-    flags = run_flags if run_flags is not None else dict(
-        info, model_dir=model_dir, windows_per_rollout=windows_per_rollout,
-        **dataclasses.asdict(config),
-    )  # fmt: skip
+    flags = run_flags
+    if flags is None:
+        flags = dict(info, model_dir=model_dir, windows_per_rollout=windows_per_rollout)
+        flags.update(dataclasses.asdict(config))
     with run_record.record_run(model_dir, flags, stage="train_infilling_unet"):
         return unet_loop.fit_infilling_unet(
             generator_fn,
