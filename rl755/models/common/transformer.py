@@ -87,19 +87,23 @@ class SlidingWindowAttention(keras.layers.Layer):
         bias = -self.slopes[:, None] * tf.cast(dist, tf.float32)[None]  # [h, W]
         return tf.where((dist <= t)[None], bias, _NEG)  # slots not yet written are empty
 
-    def step(self, x, cache_k, cache_v, t, bias=None):
-        """x [B, D], caches [W, B, h, dk] (ring buffer, slot = time % W), t int32 scalar
-        (the time of x), bias from `step_bias(t)` -> (out [B, D], new caches)."""
+    def step(self, x, cache_k, cache_v, slot, bias):
+        """x [B, D] at time t; caches [B, h, W, dk] before t (a ring buffer: time s lives in
+        slot s % W, so slot t % W still holds time t - W, which is out of the window); slot
+        [W] bool, True at t % W; bias [h, W] from `step_bias(t)` -> (out [B, D], k and v of
+        x, each [B, h, dk], for the caller to write into slot t % W).
+
+        Attends as if x's key and value were already in their slot, without writing the
+        cache here: the caller writes all layers' keys and values at once."""
         q, k, v = self._split(x)  # [B, h, dk]
-        slot = [[t % self.window]]
-        cache_k = tf.tensor_scatter_nd_update(cache_k, slot, k[None])
-        cache_v = tf.tensor_scatter_nd_update(cache_v, slot, v[None])
-        scores = tf.einsum("bhd,wbhd->bhw", q, cache_k) / math.sqrt(self.key_dim)
-        bias = self.step_bias(t) if bias is None else bias
-        weights = tf.nn.softmax(scores + bias[None], axis=-1)
-        out = tf.einsum("bhw,wbhd->bhd", weights, cache_v)
+        scores = tf.matmul(q[:, :, None, :], cache_k, transpose_b=True)[:, :, 0]  # [B, h, W]
+        scores = tf.where(slot, tf.reduce_sum(q * k, -1, keepdims=True), scores)
+        weights = tf.nn.softmax(scores / math.sqrt(self.key_dim) + bias[None], axis=-1)
+        new_weight = tf.reduce_sum(tf.where(slot, weights, 0.0), -1, keepdims=True)  # [B, h, 1]
+        old = tf.matmul(tf.where(slot, 0.0, weights)[:, :, None, :], cache_v)[:, :, 0]
+        out = old + new_weight * v  # [B, h, dk]
         out = tf.reshape(out, [tf.shape(out)[0], self.num_heads * self.key_dim])
-        return self.out(out), cache_k, cache_v
+        return self.out(out), k, v
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -127,17 +131,18 @@ class TransformerBlock(keras.layers.Layer):
         x = x + self.dropout(a, training=training)
         return x + self._ffn(x, training=training)
 
-    def step(self, x, cache_k, cache_v, t, bias=None):
-        a, cache_k, cache_v = self.attention.step(self.norm1(x), cache_k, cache_v, t, bias)
+    def step(self, x, cache_k, cache_v, slot, bias):
+        """x [B, D] -> (out [B, D], k, v [B, h, dk]); see SlidingWindowAttention.step."""
+        a, k, v = self.attention.step(self.norm1(x), cache_k, cache_v, slot, bias)
         x = x + a
-        return x + self._ffn(x), cache_k, cache_v
+        return x + self._ffn(x), k, v
 
 
 class CausalTransformer(keras.layers.Layer):
     """Input projection, `num_layers` sliding-window blocks, final layer norm.
 
-    State for `step`: {"k": (L tensors [W, B, h, dk]), "v": (same), "t": int32 []} (a ring
-    buffer per layer; one time index for the whole batch)."""
+    State for `step`: {"kv": [B, L, 2, h, W, dk] keys (index 0) and values (1) of every
+    layer, a ring buffer over W; "t": int32 [], one time index for the whole batch}."""
 
     def __init__(
         self,
@@ -183,18 +188,19 @@ class CausalTransformer(keras.layers.Layer):
         return self.final_norm(h)
 
     def initial_state(self, batch_size: int) -> dict:
-        shape = [self.window, batch_size, self.num_heads, self.key_dim]
-        zeros = tuple(tf.zeros(shape) for _ in range(self.num_layers))
-        return {"k": zeros, "v": zeros, "t": tf.constant(0, tf.int32)}
+        shape = [batch_size, self.num_layers, 2, self.num_heads, self.window, self.key_dim]
+        return {"kv": tf.zeros(shape), "t": tf.constant(0, tf.int32)}
 
     def step(self, x, state):
         """x [B, D_in] -> (h [B, model_dim], new state); O(window) work per step."""
-        t = state["t"]
+        t, kv = state["t"], state["kv"]
         h = self.input_projection(x)
+        slot = tf.equal(tf.range(self.window), t % self.window)  # [W]
         bias = self.blocks[0].attention.step_bias(t) if self.blocks else None  # same slopes
-        ks, vs = [], []
+        new = []
         for i, block in enumerate(self.blocks):
-            h, k, v = block.step(h, state["k"][i], state["v"][i], t, bias)
-            ks.append(k)
-            vs.append(v)
-        return self.final_norm(h), {"k": tuple(ks), "v": tuple(vs), "t": t + 1}
+            h, k, v = block.step(h, kv[:, i, 0], kv[:, i, 1], slot, bias)
+            new.append(tf.stack([k, v], axis=1))  # [B, 2, h, dk]
+        if new:  # one write of every layer's key and value into slot t % W
+            kv = tf.where(slot[:, None], tf.stack(new, axis=1)[..., None, :], kv)
+        return self.final_norm(h), {"kv": kv, "t": t + 1}
