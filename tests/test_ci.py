@@ -32,7 +32,8 @@ def _ci_copy(tmp_path, slurm_starts: bool):
 
 
 def _run_ci(tree, **env):
-    environ = {k: v for k, v in os.environ.items() if k != "CI"}
+    # (without the caller's CI and PYTEST_ARGS: .ci/run passes PYTEST_ARGS on to make)
+    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ARGS")}
     environ.update(env, PATH=f"{tree}/bin:{os.environ['PATH']}")
     proc = subprocess.run(
         ["bash", str(tree / ".ci" / "run")], capture_output=True, text=True, env=environ
