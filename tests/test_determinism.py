@@ -263,12 +263,6 @@ def _env(preset):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="Issue #12, work in progress: the whole tiny pipeline is not yet bit-identical "
-    "between two runs with the same seed (it failed in this session's CI check; the per-stage "
-    "tests above pass). The test stays, and is reported, until it holds.",
-)
 def test_tiny_pipeline_twice_with_the_same_seed_is_identical(tmp_path):
     """The issue's test: `pipeline.py --preset=tiny --seed=3 --deterministic` run twice gives
     identical controller_params.npy, evaluation returns and, stage by stage, outputs."""
