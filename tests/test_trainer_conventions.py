@@ -206,3 +206,23 @@ def test_tensorboard_keys_must_be_namespaced(tmp_path):
     off.scalars("train", 1, {"losses/total": 1.0})
     off.close()
     assert not (tmp_path / "off").exists()
+
+
+def test_step_means_average_the_steps_since_the_last_take(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(tensorboard.time, "perf_counter", lambda: now[0])
+    window = tensorboard.StepMeans(batch_size=8, items="frames")
+    window.add({"loss": 1.0, "z": 4.0})
+    window.add({"loss": 3.0, "z": 0.0})
+    now[0] = 104.0
+    means, perf = window.take()
+    assert means == {"loss": 2.0, "z": 2.0}
+    assert perf == {"perf/steps_per_second": 0.5, "perf/frames_per_second": 4.0}
+    window.add({"loss": 5.0})  # a new window, timed from the take
+    now[0] = 106.0
+    window.restart_clock()  # e.g. after saving a checkpoint
+    now[0] = 107.0
+    assert window.take() == (
+        {"loss": 5.0},
+        {"perf/steps_per_second": 1.0, "perf/frames_per_second": 8.0},
+    )
