@@ -144,6 +144,21 @@ def test_a_checkpoint_is_complete_only_with_its_marker_and_every_file(tmp_path):
     assert not (tmp_path / "model-001.a.txt").exists()
 
 
+def test_checkpoint_at_picks_the_newest_or_the_one_at_a_step(tmp_path):
+    d = str(tmp_path)
+    with pytest.raises(FileNotFoundError, match=f"No complete checkpoint in {d}: train it"):
+        checkpoints.checkpoint_at(d, None, "train it")
+    for n in (1, 2):
+        checkpoints.write_checkpoint(d, n, {"a": (".a.txt", _writer("a"))}, {"step": 10 * n})
+    assert checkpoints.checkpoint_at(d, None, "").number == 2
+    assert checkpoints.checkpoint_at(d, 10, "").number == 1
+    assert checkpoints.checkpoint_at(d, "20", "").number == 2  # a step given as a flag string
+    with pytest.raises(FileNotFoundError, match=f"in {d} at step 15: train it"):
+        checkpoints.checkpoint_at(d, 15, "train it")
+    first = checkpoints.list_complete_checkpoints(d)[:1]
+    assert checkpoints.checkpoint_at(d, None, "", ckpts=first).number == 1
+
+
 def test_a_failed_file_write_leaves_no_checkpoint(tmp_path):
     def fail(path):
         open(path, "w").close()
