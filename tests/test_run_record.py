@@ -70,6 +70,24 @@ def test_several_runs_share_one_out_dir(tmp_path):
     assert len(run_record.read_records(str(tmp_path))) == 3
 
 
+def test_read_records_skips_hidden_other_and_broken_files(tmp_path):
+    with run_record.record_run(tmp_path / "out", {}, "collect"):
+        pass
+    runs = tmp_path / "out" / run_record.RUNS_SUBDIR
+    (real,) = runs.iterdir()
+    record = json.loads(real.read_text())
+    (runs / ".half-written.json").write_text(json.dumps(record))  # a hidden file
+    (runs / "other.txt").write_text(json.dumps(record))
+    (runs / "broken.json").write_text("{")
+    (runs / "list.json").write_text("[1]")
+    (runs / "no_stage.json").write_text("{}")
+    hidden = tmp_path / ".cache" / run_record.RUNS_SUBDIR
+    hidden.mkdir(parents=True)
+    (hidden / "r.json").write_text(json.dumps(record))
+    paths = [r["record_path"] for r in run_record.read_records(str(tmp_path))]
+    assert paths == [str(real)]
+
+
 def test_sigterm_marks_run_interrupted_and_restores_handler(tmp_path):
     # A stage script starts with the default SIGTERM action; earlier tests in this process
     # (Ray's driver, for one) may have installed their own handler, so start from the default.

@@ -224,3 +224,21 @@ def test_step_and_sample_next_run_inside_a_compiled_while_loop(name):
             h, state = model.step(ze, a, state)
             ze = model.sample_next(h, z=ze)["z"]
         np.testing.assert_allclose(z, ze, atol=1e-5)
+
+
+def test_transformer_constructors_take_sizes_by_keyword_with_shared_defaults():
+    from rl755.models.common.infilling import infilling_transformer
+    from rl755.models.common.retrieval import retrieval_transformer
+
+    def causal(model):  # the CausalTransformer, inside the retrieval / maskable wrapper
+        return getattr(model.backbone, "backbone", model.backbone)
+
+    for build in (sm.deterministic_transformer, infilling_transformer, retrieval_transformer):
+        model = build(Z, A, num_layers=1, model_dim=8, num_heads=2, window=4, predict_done=True)
+        t = causal(model)
+        assert (t.num_layers, t.model_dim, t.num_heads, t.window) == (1, 8, 2, 4)
+        assert model.has_done_head
+        t = causal(build(Z, A))
+        assert (t.num_layers, t.model_dim, t.num_heads, t.window) == (6, 256, 8, 128)
+        with pytest.raises(ValueError, match="num_layer"):
+            build(Z, A, num_layer=1)  # a misspelt size is refused (by Keras), not ignored

@@ -144,6 +144,21 @@ def test_a_checkpoint_is_complete_only_with_its_marker_and_every_file(tmp_path):
     assert not (tmp_path / "model-001.a.txt").exists()
 
 
+def test_checkpoint_at_picks_the_newest_or_the_one_at_a_step(tmp_path):
+    d = str(tmp_path)
+    with pytest.raises(FileNotFoundError, match=f"No complete checkpoint in {d}: train it"):
+        checkpoints.checkpoint_at(d, None, "train it")
+    for n in (1, 2):
+        checkpoints.write_checkpoint(d, n, {"a": (".a.txt", _writer("a"))}, {"step": 10 * n})
+    assert checkpoints.checkpoint_at(d, None, "").number == 2
+    assert checkpoints.checkpoint_at(d, 10, "").number == 1
+    assert checkpoints.checkpoint_at(d, "20", "").number == 2  # a step given as a flag string
+    with pytest.raises(FileNotFoundError, match=f"in {d} at step 15: train it"):
+        checkpoints.checkpoint_at(d, 15, "train it")
+    first = checkpoints.list_complete_checkpoints(d)[:1]
+    assert checkpoints.checkpoint_at(d, None, "", ckpts=first).number == 1
+
+
 def test_a_failed_file_write_leaves_no_checkpoint(tmp_path):
     def fail(path):
         open(path, "w").close()
@@ -206,3 +221,23 @@ def test_tensorboard_keys_must_be_namespaced(tmp_path):
     off.scalars("train", 1, {"losses/total": 1.0})
     off.close()
     assert not (tmp_path / "off").exists()
+
+
+def test_step_means_average_the_steps_since_the_last_take(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(tensorboard.time, "perf_counter", lambda: now[0])
+    window = tensorboard.StepMeans(batch_size=8, items="frames")
+    window.add({"loss": 1.0, "z": 4.0})
+    window.add({"loss": 3.0, "z": 0.0})
+    now[0] = 104.0
+    means, perf = window.take()
+    assert means == {"loss": 2.0, "z": 2.0}
+    assert perf == {"perf/steps_per_second": 0.5, "perf/frames_per_second": 4.0}
+    window.add({"loss": 5.0})  # a new window, timed from the take
+    now[0] = 106.0
+    window.restart_clock()  # e.g. after saving a checkpoint
+    now[0] = 107.0
+    assert window.take() == (
+        {"loss": 5.0},
+        {"perf/steps_per_second": 1.0, "perf/frames_per_second": 8.0},
+    )

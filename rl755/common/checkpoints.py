@@ -37,7 +37,7 @@ import glob
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from rl755.common import sharded_io
 
@@ -110,6 +110,22 @@ def list_complete_checkpoints(model_dir: str) -> list[Checkpoint]:
 def newest_complete_checkpoint(model_dir: str) -> Checkpoint | None:
     ckpts = list_complete_checkpoints(model_dir)
     return ckpts[-1] if ckpts else None
+
+
+def checkpoint_at(
+    model_dir: str, step: int | None, hint: str, ckpts: Sequence[Checkpoint] | None = None
+) -> Checkpoint:
+    """The newest complete checkpoint of `model_dir` (or of `ckpts`, oldest first, when
+    given), or the one saved at training step `step`; where there is none, FileNotFoundError
+    naming `model_dir` and `step`, followed by `hint` (what the model_dir should hold)."""
+    if ckpts is None:
+        ckpts = list_complete_checkpoints(model_dir)
+    if step is not None:
+        ckpts = [c for c in ckpts if c.step == int(step)]
+    if not ckpts:
+        at = f" at step {step}" if step is not None else ""
+        raise FileNotFoundError(f"No complete checkpoint in {model_dir}{at}: {hint}")
+    return ckpts[-1]
 
 
 def newest_weights_file(model_dir: str) -> str | None:

@@ -34,6 +34,7 @@ import contextlib
 import datetime
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -225,15 +226,16 @@ def removed_on_failure(out_dir: str, is_progress: Callable[[str], bool]) -> Iter
         raise
 
 
-def read_records(root: str) -> list[dict]:
-    """All run records under `root` (any depth), oldest first; each gets a "record_path" key."""
-    records = []
+def json_files_in(root: str, folder: str, name_pattern: str) -> Iterator[tuple[str, dict]]:
+    """(path, dict) of every JSON object file whose whole name matches `name_pattern` in a
+    directory called `folder` under `root` (any depth, hidden directories skipped), in name
+    order per directory; unreadable or non-object files are passed over."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        if os.path.basename(dirpath) != RUNS_SUBDIR:
+        if os.path.basename(dirpath) != folder:
             continue
-        for name in filenames:
-            if not name.endswith(".json") or name.startswith("."):  # temp files: ".<name>.tmp-"
+        for name in sorted(filenames):
+            if not re.fullmatch(name_pattern, name):
                 continue
             path = os.path.join(dirpath, name)
             try:
@@ -241,8 +243,17 @@ def read_records(root: str) -> list[dict]:
                     data = json.load(f)
             except (OSError, json.JSONDecodeError):
                 continue
-            if isinstance(data, dict) and "stage" in data:
-                data["record_path"] = path
-                records.append(data)
+            if isinstance(data, dict):
+                yield path, data
+
+
+def read_records(root: str) -> list[dict]:
+    """All run records under `root` (any depth), oldest first; each gets a "record_path" key."""
+    records = []
+    # Not temp files: ".<name>.tmp-".
+    for path, data in json_files_in(root, RUNS_SUBDIR, r"[^.].*\.json"):
+        if "stage" in data:
+            data["record_path"] = path
+            records.append(data)
     records.sort(key=lambda r: (r.get("start_time") or "", r["record_path"]))
     return records

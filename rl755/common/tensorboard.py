@@ -27,6 +27,7 @@ from __future__ import annotations
 import glob
 import os
 import struct
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 SUBDIR = "tensorboard"
@@ -121,6 +122,45 @@ class TrainingLogs:
         for writer in self._writers.values():
             writer.close()
         self._writers = {}
+
+
+class StepMeans:
+    """Per-step training terms averaged over the steps since the last log, with throughput.
+
+    window = StepMeans(batch_size, "sequences")
+    window.add({"loss": 0.31, "z": 0.2})       # every step
+    means, perf = window.take()                # at a log step; starts a new window
+    # perf: {"perf/steps_per_second": ..., "perf/sequences_per_second": ...}
+    window.restart_clock()                     # after time spent not training (a save)
+    """
+
+    def __init__(self, batch_size: int, items: str):
+        self.batch_size = batch_size
+        self.items_key = f"perf/{items}_per_second"
+        self._sums: dict[str, float] = {}
+        self._steps = 0
+        self.restart_clock()
+
+    def restart_clock(self) -> None:
+        self._start = time.perf_counter()
+
+    def add(self, terms: Mapping[str, float]) -> None:
+        for k, v in terms.items():
+            self._sums[k] = self._sums.get(k, 0.0) + v
+        self._steps += 1
+
+    def take(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(mean of each term, {perf/steps_per_second, perf/<items>_per_second}) over the
+        steps added since the last take; then an empty window from now."""
+        seconds = max(time.perf_counter() - self._start, 1e-9)
+        means = {k: v / self._steps for k, v in self._sums.items()}
+        perf = {
+            "perf/steps_per_second": self._steps / seconds,
+            self.items_key: self._steps * self.batch_size / seconds,
+        }
+        self._sums, self._steps = {}, 0
+        self.restart_clock()
+        return means, perf
 
 
 # ---- reading (no TensorFlow) ------------------------------------------------------------------

@@ -114,10 +114,59 @@ _CAR_RACING = dict(
     evaluate={"compare_random": True},
 )
 
+# The sizes of a run, side by side: stage -> flag -> its value in each of these presets.
+_SIZED = ("demo", "world_models", "tiny", "tiny_car_racing")
+_SIZES = {
+    "collect": dict(
+        num_rollouts=(40, 10000, 12, 2),
+        max_steps=(300, 1000, 24, 30),
+        parallelism=(2, 32, 2, 2),
+        rollouts_per_shard=(4, 8, 3, 1),
+    ),
+    "train_encoder": dict(
+        train_steps=(2000, 100000, 30, 4),
+        batch_size=(32, 100, 16, 8),
+        learning_rate=(1e-3, 1e-4, 1e-3, 1e-3),
+        obs_sampled_per_rollout=(50, 100, 8, 8),
+        save_every_n_steps=(500, 5000, 15, 2),
+    ),
+    "train_sequential": dict(
+        train_steps=(1500, 40000, 30, 4),
+        batch_size=(16, 100, 4, 2),
+        sequence_length=(32, 999, 8, 8),
+        learning_rate=(1e-3, 1e-3, 1e-3, 1e-3),
+        save_every_n_steps=(500, 5000, 15, 2),
+    ),
+    "train_controller": dict(
+        cma_population_size=(12, 64, 4, 2),
+        cma_trials_per_member=(1, 16, 1, 1),
+        cma_generations=(16, 2000, 2, 1),
+        rollout_max_steps=(300, 1000, 24, 20),
+        sigma=(0.5, 0.1, 0.5, 0.5),
+        eval_every=(8, 25, 1, 0),
+        eval_episodes=(2, 1024, 1, 1),
+        parallelism=(2, 32, 2, 2),
+    ),
+    "evaluate": dict(num_episodes=(5, 100, 2, 1), max_steps=(600, 1000, 24, 20)),
+}
+
+
+def _sized(name: str, base: dict, **fields) -> Preset:
+    """Preset `name`: `base`, its column of `_SIZES`, then `fields` (per stage, updated)."""
+    column = _SIZED.index(name)
+    for stage, flags in _SIZES.items():
+        fields[stage] = {
+            **{f: values[column] for f, values in flags.items()},
+            **fields.get(stage, {}),
+        }
+    return _preset(base, **fields)
+
+
 PRESETS: dict[str, Preset] = {
     # ~15 minutes on a 2-core CPU: enough to see every stage work and the controller beat
     # the random policy; nowhere near the paper's score.
-    "demo": _preset(
+    "demo": _sized(
+        "demo",
         _CAR_RACING,
         description="CarRacing at a small size for a 2-core CPU (~15 min).",
         resources=_resources(
@@ -125,35 +174,10 @@ PRESETS: dict[str, Preset] = {
             dict(gpus=1, cpus=2, mem="8G", time="2:00:00"),
             report=dict(cpus=1, mem="4G", time="0:30:00"),
         ),
-        collect=dict(num_rollouts=40, max_steps=300, parallelism=2, rollouts_per_shard=4),
-        train_encoder=dict(
-            train_steps=2000,
-            batch_size=32,
-            learning_rate=1e-3,
-            obs_sampled_per_rollout=50,
-            save_every_n_steps=500,
-        ),
-        train_sequential=dict(
-            train_steps=1500,
-            batch_size=16,
-            sequence_length=32,
-            learning_rate=1e-3,
-            save_every_n_steps=500,
-        ),
-        train_controller=dict(
-            cma_population_size=12,
-            cma_trials_per_member=1,
-            cma_generations=16,
-            rollout_max_steps=300,
-            sigma=0.5,
-            eval_every=8,
-            eval_episodes=2,
-            parallelism=2,
-        ),
-        evaluate=dict(num_episodes=5, max_steps=600),
     ),
     # The World Models paper's settings, for a cluster (pair with --launcher=slurm).
-    "world_models": _preset(
+    "world_models": _sized(
+        "world_models",
         _CAR_RACING,
         description="The paper's CarRacing settings: 10,000 rollouts, population 64 x 16 trials.",
         resources=_resources(
@@ -163,36 +187,11 @@ PRESETS: dict[str, Preset] = {
             train_controller=dict(cpus=32, mem="32G", time="3-00:00:00"),
             report=dict(cpus=1, mem="8G", time="1:00:00"),
         ),
-        collect=dict(num_rollouts=10000, max_steps=1000, parallelism=32, rollouts_per_shard=8),
-        train_encoder=dict(
-            train_steps=100000,
-            batch_size=100,
-            learning_rate=1e-4,
-            obs_sampled_per_rollout=100,
-            save_every_n_steps=5000,
-        ),
         encode=dict(num_sub_shards=4),
-        train_sequential=dict(
-            train_steps=40000,
-            batch_size=100,
-            sequence_length=999,
-            learning_rate=1e-3,
-            save_every_n_steps=5000,
-        ),
-        train_controller=dict(
-            cma_population_size=64,
-            cma_trials_per_member=16,
-            cma_generations=2000,
-            rollout_max_steps=1000,
-            sigma=0.1,
-            eval_every=25,
-            eval_episodes=1024,
-            parallelism=32,
-        ),
-        evaluate=dict(num_episodes=100, max_steps=1000),
     ),
     # Seconds per stage on the fake environment: the end-to-end test.
-    "tiny": _preset(
+    "tiny": _sized(
+        "tiny",
         dict(
             _CAR_RACING,
             environment="FAKE_PIXELS",
@@ -207,36 +206,11 @@ PRESETS: dict[str, Preset] = {
             collect=dict(cpus=2),  # --parallelism=2
             train_controller=dict(cpus=2),
         ),
-        collect=dict(num_rollouts=12, max_steps=24, parallelism=2, rollouts_per_shard=3),
-        train_encoder=dict(
-            representation_size=4,
-            train_steps=30,
-            batch_size=16,
-            learning_rate=1e-3,
-            obs_sampled_per_rollout=8,
-            save_every_n_steps=15,
-        ),
-        train_sequential=dict(
-            train_steps=30,
-            batch_size=4,
-            sequence_length=8,
-            learning_rate=1e-3,
-            save_every_n_steps=15,
-        ),
-        train_controller=dict(
-            cma_population_size=4,
-            cma_trials_per_member=1,
-            cma_generations=2,
-            rollout_max_steps=24,
-            sigma=0.5,
-            eval_every=1,
-            eval_episodes=1,
-            parallelism=2,
-        ),
-        evaluate=dict(num_episodes=2, max_steps=24),
+        train_encoder=dict(representation_size=4),
     ),
     # CarRacing at a tiny size: real frames and real model shapes, minutes (tests).
-    "tiny_car_racing": _preset(
+    "tiny_car_racing": _sized(
+        "tiny_car_racing",
         _CAR_RACING,
         description="CarRacing with the real model sizes, a few steps each (tests).",
         resources=_resources(
@@ -245,32 +219,6 @@ PRESETS: dict[str, Preset] = {
             collect=dict(cpus=2),
             train_controller=dict(cpus=2),
         ),
-        collect=dict(num_rollouts=2, max_steps=30, parallelism=2, rollouts_per_shard=1),
-        train_encoder=dict(
-            train_steps=4,
-            batch_size=8,
-            learning_rate=1e-3,
-            obs_sampled_per_rollout=8,
-            save_every_n_steps=2,
-        ),
-        train_sequential=dict(
-            train_steps=4,
-            batch_size=2,
-            sequence_length=8,
-            learning_rate=1e-3,
-            save_every_n_steps=2,
-        ),
-        train_controller=dict(
-            cma_population_size=2,
-            cma_trials_per_member=1,
-            cma_generations=1,
-            rollout_max_steps=20,
-            sigma=0.5,
-            eval_every=0,
-            eval_episodes=1,
-            parallelism=2,
-        ),
-        evaluate=dict(num_episodes=1, max_steps=20),
     ),
 }
 

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
+from rl755.slurm.job_state import command_output
 from rl755.slurm.sbatch import Resources
 
 
@@ -242,20 +243,10 @@ def parse_cluster(partitions_text: str, nodes_text: str) -> Cluster:
     return Cluster(tuple(partitions))
 
 
-def _run(argv: Sequence[str]) -> str | None:
-    if shutil.which(argv[0]) is None:
-        return None
-    try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
-
-
 @functools.lru_cache(maxsize=1)
 def _read_cluster_cached() -> Cluster | None:
-    parts = _run(["scontrol", "show", "partition", "-o"])
-    nodes = _run(["scontrol", "show", "node", "-o"])
+    parts = command_output(["scontrol", "show", "partition", "-o"])
+    nodes = command_output(["scontrol", "show", "node", "-o"])
     if parts is None or nodes is None:
         return None
     return parse_cluster(parts, nodes)

@@ -82,7 +82,9 @@ def _gpus(tres: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _run(argv: Sequence[str]) -> str | None:
+def command_output(argv: Sequence[str]) -> str | None:
+    """The stdout of a SLURM command, or None where it is not installed, fails or hangs
+    (60 s)."""
     if shutil.which(argv[0]) is None:
         return None
     try:
@@ -102,14 +104,14 @@ def query_slurm(job_ids: Iterable[str]) -> dict[str, SlurmJob]:
     found: dict[str, SlurmJob] = {}
     if not wanted:
         return found
-    text = _run(["scontrol", "show", "job", "-o"])
+    text = command_output(["scontrol", "show", "job", "-o"])
     for job in parse_scontrol(text or ""):
         found[job.job_id] = job
         if job.array_job_id and job.array_task_id:
             found[f"{job.array_job_id}_{job.array_task_id}"] = job
     missing = sorted(wanted - set(found))
     if missing:
-        out = _run(
+        out = command_output(
             ["sacct", "-n", "-X", "-P", "-o", "JobIDRaw,JobID,JobName,State,ExitCode", "-j"]
             + [",".join(missing)]
         )

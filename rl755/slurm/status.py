@@ -72,22 +72,9 @@ class RunStatus:
 def _read_submissions(root: str) -> list[dict]:
     """The launcher's `<log_dir>/job-<id>.json` files under `root`, each with its "_path"."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        if os.path.basename(dirpath) != SLURM_SUBDIR:
-            continue
-        for name in sorted(filenames):
-            if not re.fullmatch(r"job-\d+\.json", name):
-                continue
-            path = os.path.join(dirpath, name)
-            try:
-                with open(path) as f:
-                    data = json.load(f)
-            except (OSError, json.JSONDecodeError):
-                continue
-            if isinstance(data, dict):
-                data["_path"] = path
-                out.append(data)
+    for path, data in run_record.json_files_in(root, SLURM_SUBDIR, r"job-\d+\.json"):
+        data["_path"] = path
+        out.append(data)
     return out
 
 

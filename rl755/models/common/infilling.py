@@ -43,7 +43,11 @@ import tensorflow as tf
 from rl755.models.common.sequential_heads import DeterministicHead
 from rl755.models.common.sequential_models import HeadedSequentialModel
 from rl755.models.common.sequential_tasks import AUTOREGRESSIVE, TASK_NAMES
-from rl755.models.common.transformer import CausalTransformer, alibi_slopes
+from rl755.models.common.transformer import (
+    CausalTransformer,
+    alibi_slopes,
+    split_transformer_sizes,
+)
 
 _NEG = -1e9
 
@@ -213,28 +217,23 @@ class InfillingTransformer(HeadedSequentialModel):
 def infilling_transformer(
     representation_size: int,
     action_size: int,
-    num_layers: int = 6,
-    model_dim: int = 256,
-    num_heads: int = 8,
-    window: int = 128,
-    intermediate_dim: int | None = None,
-    dropout: float = 0.0,
     num_infill_layers: int = 1,
     infill_loss_weight: float = 1.0,
     name: str = "infilling_transformer",
-    **head_kwargs,
+    **kwargs,
 ) -> InfillingTransformer:
     """A causal sliding-window transformer predicting z_{t+1} by regression, with an
-    infilling head for `--task=infill|mixed`."""
-    causal = CausalTransformer(
-        num_layers, model_dim, num_heads, window, intermediate_dim, dropout, name="transformer"
-    )
+    infilling head for `--task=infill|mixed`. Sizes by keyword: num_layers, model_dim,
+    num_heads, window, intermediate_dim, dropout (`TRANSFORMER_SIZE_DEFAULTS`); the other
+    keyword arguments go to the heads."""
+    sizes, head_kwargs = split_transformer_sizes(kwargs)
+    causal = CausalTransformer(**sizes, name="transformer")
     return InfillingTransformer(
         MaskableBackbone(causal, representation_size, name="maskable"),
         DeterministicHead(representation_size, name="z_head"),
         representation_size,
         action_size,
-        num_heads=num_heads,
+        num_heads=sizes["num_heads"],
         num_infill_layers=num_infill_layers,
         infill_loss_weight=infill_loss_weight,
         name=name,

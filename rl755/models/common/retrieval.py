@@ -38,7 +38,7 @@ from rl755.models.common.retrieval_index import RetrievalSettings, build_index, 
 from rl755.models.common.retrieval_memory import Memory
 from rl755.models.common.sequential_heads import DeterministicHead
 from rl755.models.common.sequential_models import HeadedSequentialModel
-from rl755.models.common.transformer import CausalTransformer
+from rl755.models.common.transformer import CausalTransformer, split_transformer_sizes
 
 INDEX_DIR = "retrieval_index"
 _NEG = -1e9
@@ -229,22 +229,17 @@ RETRIEVAL_PRESETS = {
 def retrieval_transformer(
     representation_size: int,
     action_size: int,
-    num_layers: int = 6,
-    model_dim: int = 256,
-    num_heads: int = 8,
-    window: int = 128,
-    intermediate_dim: int | None = None,
-    dropout: float = 0.0,
     retrieval: RetrievalSettings | None = None,
     name: str = "retrieval_transformer",
-    **head_kwargs,
+    **kwargs,
 ) -> RetrievalTransformer:
-    """A causal sliding-window transformer with retrieval, predicting z_{t+1} by regression."""
+    """A causal sliding-window transformer with retrieval, predicting z_{t+1} by regression.
+    Sizes by keyword: num_layers, model_dim, num_heads, window, intermediate_dim, dropout
+    (`TRANSFORMER_SIZE_DEFAULTS`); the other keyword arguments go to the heads."""
     settings = retrieval or RetrievalSettings()
-    causal = CausalTransformer(
-        num_layers, model_dim, num_heads, window, intermediate_dim, dropout, name="transformer"
-    )
-    fusion = RetrievalFusion(num_heads, intermediate_dim, name="fusion")
+    sizes, head_kwargs = split_transformer_sizes(kwargs)
+    causal = CausalTransformer(**sizes, name="transformer")
+    fusion = RetrievalFusion(sizes["num_heads"], sizes["intermediate_dim"], name="fusion")
     backbone = RetrievalBackbone(
         causal, fusion, settings, representation_size, action_size, name="retrieval"
     )

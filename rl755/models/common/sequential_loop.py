@@ -46,7 +46,7 @@ from absl import logging
 
 from rl755.common import checkpoints, devices
 from rl755.common.errors import NonFiniteLossError
-from rl755.common.tensorboard import TrainingLogs
+from rl755.common.tensorboard import StepMeans, TrainingLogs
 from rl755.models.common import sequential_tasks
 from rl755.models.common.sequential import SequentialModel
 
@@ -286,8 +286,7 @@ def fit_sequential_model(
     result = {"start_step": start_step, "train_losses": [], "validation": {}}
     result.update(checkpoint=last_path, replicas=replicas, step_seconds=[])
     number = last.number if last is not None else 0
-    acc_terms: dict[str, float] = {}
-    acc_n, t_log = 0, time.perf_counter()
+    window = StepMeans(batch_size, "sequences")
     step = start_step
     try:
         while step < train_steps:
@@ -301,29 +300,17 @@ def fit_sequential_model(
             result["train_losses"].append(loss)
             result["step_seconds"].append(time.perf_counter() - t_step)
             result["last_terms"] = terms
-            for k, v in {"loss": loss, **terms}.items():
-                acc_terms[k] = acc_terms.get(k, 0.0) + v
-            acc_n += 1
+            window.add({"loss": loss, **terms})
             if step % log_every == 0 or step == train_steps:
-                elapsed = max(time.perf_counter() - t_log, 1e-9)
-                means = {k: v / acc_n for k, v in acc_terms.items()}
-                logs.scalars(
-                    "train",
-                    step,
-                    {
-                        **_loss_keys(means),
-                        "perf/steps_per_second": acc_n / elapsed,
-                        "perf/sequences_per_second": acc_n * batch_size / elapsed,
-                    },
-                )
+                means, perf = window.take()
+                logs.scalars("train", step, {**_loss_keys(means), **perf})
                 logging.info(
                     "step %d/%d  loss %.5f  (%.1f sequences/s)",
                     step,
                     train_steps,
                     means["loss"],
-                    acc_n * batch_size / elapsed,
+                    perf["perf/sequences_per_second"],
                 )
-                acc_terms, acc_n, t_log = {}, 0, time.perf_counter()
             if step % save_every_n_steps == 0 or step == train_steps:
                 if val_iter is not None:
                     result["validation"] = _validate(val_step, val_iter, validation_steps)
@@ -347,7 +334,7 @@ def fit_sequential_model(
                     )
                     result["checkpoint"] = ckpt.weights_path
                     logging.info("Saved %s (step %d)", ckpt.weights_path, step)
-                t_log = time.perf_counter()
+                window.restart_clock()
     finally:
         logs.close()
     result["step"] = step

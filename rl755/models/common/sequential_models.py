@@ -26,7 +26,7 @@ import tensorflow as tf
 from rl755.models.common.lstm import LstmBackbone
 from rl755.models.common.sequential import SequentialModel
 from rl755.models.common.sequential_heads import DeterministicHead, MixtureDensityHead
-from rl755.models.common.transformer import CausalTransformer
+from rl755.models.common.transformer import CausalTransformer, split_transformer_sizes
 
 
 class HeadedSequentialModel(SequentialModel):
@@ -237,21 +237,14 @@ class HeadedSequentialModel(SequentialModel):
 
 
 def deterministic_transformer(
-    representation_size: int,
-    action_size: int,
-    num_layers: int = 6,
-    model_dim: int = 256,
-    num_heads: int = 8,
-    window: int = 128,
-    intermediate_dim: int | None = None,
-    dropout: float = 0.0,
-    name: str = "deterministic_transformer",
-    **head_kwargs,
+    representation_size: int, action_size: int, name: str = "deterministic_transformer", **kwargs
 ) -> HeadedSequentialModel:
-    """Causal sliding-window transformer predicting z_{t+1} by regression."""
-    backbone = CausalTransformer(
-        num_layers, model_dim, num_heads, window, intermediate_dim, dropout, name="transformer"
-    )
+    """Causal sliding-window transformer predicting z_{t+1} by regression. Sizes by keyword:
+    num_layers, model_dim, num_heads, window, intermediate_dim, dropout
+    (`TRANSFORMER_SIZE_DEFAULTS` in transformer.py); the other keyword arguments go to the
+    heads (`HeadedSequentialModel`)."""
+    transformer_sizes, head_kwargs = split_transformer_sizes(kwargs)
+    backbone = CausalTransformer(**transformer_sizes, name="transformer")
     z_head = DeterministicHead(representation_size, name="z_head")
     sizes = (representation_size, action_size)
     return HeadedSequentialModel(backbone, z_head, *sizes, name=name, **head_kwargs)

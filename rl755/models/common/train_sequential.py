@@ -197,15 +197,9 @@ def _wait_for_extras(model: SequentialModel, model_dir: str, poll_seconds: float
 # ---- loading -----------------------------------------------------------------------------------
 def _checkpoint(model_dir: str, step: int | None) -> checkpoints.Checkpoint:
     ckpts = checkpoints.list_complete_checkpoints(model_dir) or _old_format_checkpoints(model_dir)
-    if step is not None:
-        ckpts = [c for c in ckpts if c.step == int(step)]
-    if not ckpts:
-        raise FileNotFoundError(
-            f"No complete checkpoint in {model_dir}"
-            + (f" after step {step}" if step is not None else "")
-            + ": it holds no trained sequential model."
-        )
-    return ckpts[-1]
+    return checkpoints.checkpoint_at(
+        model_dir, step, "it holds no trained sequential model.", ckpts
+    )
 
 
 def _old_format_checkpoints(model_dir: str) -> list[checkpoints.Checkpoint]:

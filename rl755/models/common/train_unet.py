@@ -119,16 +119,11 @@ def train_infilling_unet(
 def load_infilling_unet(model_dir: str, step: int | None = None) -> tuple[InfillingUNet, dict]:
     """(generator with the weights of the newest checkpoint, or the one at `step`; its
     marker: environment, model, task, context_frames, noise_size, use_actions, ...)."""
-    ckpts = checkpoints.list_complete_checkpoints(str(model_dir))
-    if step is not None:
-        ckpts = [c for c in ckpts if c.step == int(step)]
-    if not ckpts:
-        raise FileNotFoundError(
-            f"No complete checkpoint in {model_dir}"
-            + (f" at step {step}" if step is not None else "")
-            + ": train one with scripts/models/train_infilling_unet.py --model_dir=..."
-        )
-    ckpt = ckpts[-1]
+    ckpt = checkpoints.checkpoint_at(
+        str(model_dir),
+        step,
+        "train one with scripts/models/train_infilling_unet.py --model_dir=...",
+    )
     info = dict(ckpt.info)
     if "task" not in info or "noise_size" not in info:
         raise ValueError(f"{model_dir} holds no infilling U-Net ({ckpt.weights_path}).")

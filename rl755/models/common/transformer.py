@@ -138,6 +138,20 @@ class TransformerBlock(keras.layers.Layer):
         return x + self._ffn(x), k, v
 
 
+#: The sizes every transformer model constructor takes as keyword arguments, and their
+#: defaults (World Models' "base"): the arguments of `CausalTransformer`.
+TRANSFORMER_SIZE_DEFAULTS = dict(
+    num_layers=6, model_dim=256, num_heads=8, window=128, intermediate_dim=None, dropout=0.0
+)
+
+
+def split_transformer_sizes(kwargs: dict) -> tuple[dict, dict]:
+    """A transformer model constructor's keyword arguments, split into the backbone's sizes
+    (`TRANSFORMER_SIZE_DEFAULTS` updated by those given) and the others (its heads')."""
+    sizes = {k: kwargs.get(k, v) for k, v in TRANSFORMER_SIZE_DEFAULTS.items()}
+    return sizes, {k: v for k, v in kwargs.items() if k not in sizes}
+
+
 class CausalTransformer(keras.layers.Layer):
     """Input projection, `num_layers` sliding-window blocks, final layer norm.
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import time
 from collections.abc import Callable
 
 import keras
@@ -52,7 +51,7 @@ from absl import logging
 
 from rl755.common import checkpoints, pictures
 from rl755.common.errors import NonFiniteLossError
-from rl755.common.tensorboard import TrainingLogs
+from rl755.common.tensorboard import StepMeans, TrainingLogs
 from rl755.models.common import infill_data, infill_metrics, infill_pictures
 from rl755.models.common.infill_config import InfillConfig
 from rl755.models.common.unet import InfillingUNet, PatchDiscriminator
@@ -295,8 +294,7 @@ def fit_infilling_unet(
     logs.hparams(hparams if hparams is not None else dataclasses.asdict(config), step=start_step)
     log_every = config.log_every_n_steps or max(1, min(100, config.save_every_n_steps))
     number = last.number if last is not None else 0
-    sums: dict[str, float] = {}
-    n_acc, t_log, step = 0, time.perf_counter(), start_step
+    window, step = StepMeans(config.batch_size, "frames"), start_step
     try:
         while step < config.train_steps:
             terms = train_step(next(train_iter), tf.constant(step, tf.int64))
@@ -305,29 +303,19 @@ def fit_infilling_unet(
             if not all(math.isfinite(v) for v in terms.values()):
                 raise NonFiniteLossError(_nonfinite_message(step, terms, model_dir))
             result["train_terms"].append(terms)
-            for k, v in terms.items():
-                sums[k] = sums.get(k, 0.0) + v
-            n_acc += 1
+            window.add(terms)
             if step % log_every == 0 or step == config.train_steps:
-                seconds = max(time.perf_counter() - t_log, 1e-9)
-                means = {k: v / n_acc for k, v in sums.items()}
+                means, perf = window.take()
                 logs.scalars(
-                    "train",
-                    step,
-                    {
-                        **{f"losses/{k}": v for k, v in means.items()},
-                        "perf/steps_per_second": n_acc / seconds,
-                        "perf/frames_per_second": n_acc * config.batch_size / seconds,
-                    },
+                    "train", step, {**{f"losses/{k}": v for k, v in means.items()}, **perf}
                 )
                 logging.info(
                     "step %d/%d  %s  (%.1f frames/s)",
                     step,
                     config.train_steps,
                     "  ".join(f"{k} {v:.5f}" for k, v in sorted(means.items())),
-                    n_acc * config.batch_size / seconds,
+                    perf["perf/frames_per_second"],
                 )
-                sums, n_acc, t_log = {}, 0, time.perf_counter()
             if step % config.save_every_n_steps == 0 or step == config.train_steps:
                 grid = None
                 if val_iter is not None:
@@ -348,7 +336,7 @@ def fit_infilling_unet(
                 result["checkpoint"] = ckpt.weights_path
                 logs.flush()
                 logging.info("Saved %s (step %d).", ckpt.weights_path, step)
-                t_log = time.perf_counter()
+                window.restart_clock()
     finally:
         logs.close()
     result["step"] = step
