@@ -40,12 +40,13 @@ def repo_root():
 def tiny_local_run(tmp_path_factory):
     """The tiny preset run here once per session (scripts/pipeline.py); its out_dir.
 
-    Shared by the local pipeline test and the SLURM one, which compares its outputs."""
-    from pipeline_helpers import run_pipeline
+    Shared by the local pipeline test, the SLURM one, which compares its outputs, and the
+    determinism test, which runs the same command once more (TINY_RUN_FLAGS) and compares."""
+    from pipeline_helpers import TINY_RUN_FLAGS, run_pipeline
 
     out = tmp_path_factory.mktemp("tiny_local") / "tiny"
     env = dict(os.environ, RL755_CONFIG=str(out.parent / "no_config.json"))
-    proc = run_pipeline("tiny", out, "--num_threads=1", env=env)
+    proc = run_pipeline("tiny", out, *TINY_RUN_FLAGS, env=env)
     return out, proc.stdout
 
 

@@ -14,6 +14,11 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# The flags of the session's shared tiny run (conftest.tiny_local_run): the issue's
+# repeatability command, `pipeline.py --preset=tiny --seed=3 --deterministic`.
+TINY_RUN_FLAGS = ("--num_threads=1", "--seed=3", "--deterministic")
+
+
 def run_pipeline(preset, out_dir, *extra, env=None, timeout=1500, check=True):
     cmd = [
         sys.executable,

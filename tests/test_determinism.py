@@ -263,26 +263,28 @@ def _env(preset):
 
 
 @pytest.mark.slow
-def test_tiny_pipeline_twice_with_the_same_seed_is_identical(tmp_path):
+@pytest.mark.timeout(1800)  # (with the shared tiny run's set-up; a loaded machine)
+def test_tiny_pipeline_twice_with_the_same_seed_is_identical(tiny_local_run, tmp_path):
     """The issue's test: `pipeline.py --preset=tiny --seed=3 --deterministic` run twice gives
-    identical controller_params.npy, evaluation returns and, stage by stage, outputs."""
-    from test_pipeline import _run_pipeline
+    identical controller_params.npy, evaluation returns and, stage by stage, outputs. The first
+    run is the session's shared one (conftest.tiny_local_run, the same flags and config)."""
+    from pipeline_helpers import TINY_RUN_FLAGS, run_pipeline
 
     from rl755 import pipeline
 
-    for name in ("a", "b"):
-        _run_pipeline("tiny", tmp_path / name, "--seed=3", "--deterministic")
-    diffs = compare.compare_runs(str(tmp_path / "a"), str(tmp_path / "b"), pipeline.PRESETS["tiny"])
+    a, _ = tiny_local_run
+    b = tmp_path / "b"
+    env = dict(os.environ, RL755_CONFIG=str(tmp_path / "no_config.json"))
+    run_pipeline("tiny", b, *TINY_RUN_FLAGS, env=env)
+    diffs = compare.compare_runs(str(a), str(b), pipeline.PRESETS["tiny"])
     assert compare.first_difference(diffs) is None, compare.format_diffs(diffs)
     assert all(d.identical for d in diffs), compare.format_diffs(diffs)
     ctrl = "models/fake/linear_controller_vae_mdn_rnn/controller_params.npy"
-    assert (tmp_path / "a" / ctrl).read_bytes() == (tmp_path / "b" / ctrl).read_bytes()
-    evals = [json.loads((tmp_path / n / "evaluation/evaluation.json").read_text()) for n in "ab"]
+    assert (a / ctrl).read_bytes() == (b / ctrl).read_bytes()
+    evals = [json.loads((d / "evaluation/evaluation.json").read_text()) for d in (a, b)]
     assert evals[0]["returns"] == evals[1]["returns"]
     assert evals[0]["random_policy"]["returns"] == evals[1]["random_policy"]["returns"]
-    record = json.loads(
-        open(glob.glob(str(tmp_path / "a/models/fake/*_4ld/runs/*.json"))[0]).read()
-    )
+    record = json.loads(open(glob.glob(str(a / "models/fake/*_4ld/runs/*.json"))[0]).read())
     assert record["determinism"]["deterministic"] is True
 
 

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from pipeline_helpers import run_pipeline
+from pipeline_helpers import TINY_RUN_FLAGS, run_pipeline
 
 from rl755 import pipeline
 from rl755.common import sharded_io
@@ -63,6 +63,7 @@ def _check_chain(preset_name, out_dir, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # (with the shared tiny run's set-up; a loaded machine)
 def test_tiny_pipeline_on_fake_env_chains_and_resumes(tiny_local_run, monkeypatch):
     out, stdout = tiny_local_run
     assert "Real-environment score" in stdout and "random policy" in stdout
@@ -77,13 +78,14 @@ def test_tiny_pipeline_on_fake_env_chains_and_resumes(tiny_local_run, monkeypatc
     # Rerun on the same directory: every stage resumes and nothing is redone.
     raw_files = sharded_io.list_shards(str(out / "data/fake/raw_rollouts/*.tfrecord-*"))
     mtimes = {f: os.path.getmtime(f) for f in raw_files}
-    _run_pipeline("tiny", out)
+    run_pipeline("tiny", out, *TINY_RUN_FLAGS)  # the fixture's command
     assert {f: os.path.getmtime(f) for f in raw_files} == mtimes
     assert sharded_io.list_shards(str(out / "data/fake/raw_rollouts/*.tfrecord-*")) == raw_files
     assert summary["scores"]["controller"]["mean"] is not None
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # (a loaded machine)
 def test_tiny_pipeline_on_car_racing(tmp_path, monkeypatch):
     out = tmp_path / "car"
     _run_pipeline("tiny_car_racing", out)
