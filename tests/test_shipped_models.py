@@ -54,7 +54,7 @@ def trained(tmp_path_factory):
             obs_sampled_per_rollout=4,
             learning_rate=3e-3,
             validation_steps=0,
-            run_flags={"test": True},
+            run_flags={"train_steps": 4, "batch_size": 8, "representation_size": 4},
         )
         write_encoded_dataset(root / "data" / "fake" / "encoded_rollouts" / ENCODER)
         train_sequential_model(
@@ -134,6 +134,11 @@ def test_each_kind_ships_and_loads_from_the_shipped_copy(trained, shipped_root, 
         assert on_disk["export"]["time"] and "git" in on_disk["source"]["run"]
         assert not [p for p in os.listdir(folder.parent) if p.startswith(".")]  # no temp dirs
     assert records[CONTROLLER]["total_shipped_bytes"] == shipped.folder_size(shipped_root)
+    # The row's flags (--train_steps=300 --batch_size=32 ...) are not what this run used.
+    assert records[ENCODER]["flags_differ"] == [
+        "--train_steps=300 (run: 4)",
+        "--batch_size=32 (run: 8)",
+    ]
     for name in (ENCODER, SEQUENTIAL):
         assert records[name]["dtype"] == "float16"
         assert 0 < records[name]["conversion"]["max_abs_error"] < 1e-2
@@ -260,6 +265,18 @@ def test_shipping_refuses_bad_sources_and_leaves_nothing(
     )
     monkeypatch.setattr(shipped, "SIZE_LIMIT_BYTES", 10_000)
     refused("over the 0 MB limit", ENCODER, _source(trained, ENCODER))
+
+
+def test_flag_differences_compare_values_not_spellings():
+    row = zoo.get(ENV, SEQUENTIAL)  # --train_steps=200 ... --sample_observations
+    same = {"train_steps": 200, "batch_size": 8, "sequence_length": 8, "save_every_n_steps": 100}
+    same.update(rollouts_dataset="RawRolloutVae4ld", sample_observations=True, other=1)
+    assert ship.flag_differences(row, same) == []
+    assert ship.flag_differences(row, dict(same, sample_observations=False, batch_size=9)) == [
+        "--batch_size=8 (run: 9)",
+        "--sample_observations= (run: False)",
+    ]
+    assert ship.flag_differences(zoo.get(ENV, ENCODER), {"learning_rate": 0.003}) == []
 
 
 def test_reshipping_replaces_the_copy(trained, shipped_root):

@@ -15,8 +15,9 @@ Writes `<shipped root>/<env folder>/<name>/` (layout in rl755.zoo.shipped):
   --sequential_model, which its controller.json must name), and loads with those shipped copies.
 
 Plus `shipped.json`: the row, the source (model dir, checkpoint, the run's code version from
-its runs/*.json), the conversion's error, the sizes, and the export's own run (time, code
-version, host). The folder is written under a temporary name, loaded back through the
+its runs/*.json, with its flags), the row's flags that the run set otherwise
+(`flags_differ`: update the row), the conversion's error, the sizes, and the export's own run
+(time, code version, host). The folder is written under a temporary name, loaded back through the
 row's loader, and renamed into place, replacing an older copy; nothing is left behind on
 failure. Shipping fails (`BadInput`, saying what to do) when the source has no complete checkpoint,
 when the name is not a row of the environment, when the checkpoint is not what the row
@@ -232,8 +233,9 @@ def _export_controller(row, model_dir: str, out: Path, base: Path) -> dict:
 
 
 def _record(row, model_dir: str, details: dict) -> dict:
-    runs = run_record.read_records(model_dir)
+    runs = [r for r in run_record.read_records(model_dir) if r.get("out_dir") == model_dir]
     last = runs[-1] if runs else None
+    keys = ("git", "start_time", "end_time", "status", "host", "flags")
     return {
         "environment": row.environment,
         "name": row.name,
@@ -245,12 +247,9 @@ def _record(row, model_dir: str, details: dict) -> dict:
             "model_dir": model_dir,
             "checkpoint_number": details.pop("checkpoint_number"),
             "step": details.pop("step"),
-            "run": (
-                None
-                if last is None
-                else {k: last.get(k) for k in ("git", "start_time", "end_time", "status", "host")}
-            ),
+            "run": None if last is None else {k: last.get(k) for k in keys},
         },
+        "flags_differ": [] if last is None else flag_differences(row, last.get("flags") or {}),
         **details,
         "export": {
             "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -259,6 +258,28 @@ def _record(row, model_dir: str, details: dict) -> dict:
             "argv": list(sys.argv),
         },
     }
+
+
+def flag_differences(row, run_flags: dict) -> list[str]:
+    """The row's flags that the source run (its newest run record's flags) set otherwise, as
+    "--name=<row> (run: <value>)": the row should hold the exact flags of what ships."""
+    out = []
+    for key, value in row.flag_values().items():
+        if key not in run_flags:
+            continue
+        ran = run_flags[key]
+        if isinstance(ran, bool):
+            same = ran == (value.lower() not in ("false", "0"))
+        elif isinstance(ran, int | float):
+            try:
+                same = float(value) == float(ran)
+            except ValueError:
+                same = False
+        else:
+            same = str(ran) == value
+        if not same:
+            out.append(f"--{key}={value} (run: {ran})")
+    return out
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:

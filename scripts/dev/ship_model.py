@@ -46,6 +46,12 @@ def main(argv):
         f"{record['total_shipped_bytes'] / 1e6:.2f} MB of "
         f"{shipped.SIZE_LIMIT_BYTES / 1e6:.0f} MB."
     )
+    if record["flags_differ"]:
+        print(
+            "Warning: the zoo row's flags differ from the source run's: "
+            + ", ".join(record["flags_differ"])
+            + ". Put the exact flags in rl755/zoo/rows.py and ship again."
+        )
 
 
 if __name__ == "__main__":
