@@ -31,6 +31,7 @@ def trained(tmp_path_factory):
     """<root>/models/fake/{ENCODER, SEQUENTIAL, CONTROLLER}: trained a few steps each, the
     controller on the zoo names of the other two (as its row says)."""
     from rl755.controller.cma_train import CmaConfig, PoolConfig, train_controller
+    from rl755.controller.evaluate import evaluate_controller
     from rl755.models.common.train_encoder import train_obs_encoder
     from rl755.models.common.train_sequential import train_sequential_model
 
@@ -87,6 +88,10 @@ def trained(tmp_path_factory):
             ),
             pool=PoolConfig(parallelism=0),
         )
+        # An evaluation records its run below the controller's dir (evaluation/runs/).
+        evaluate_controller(
+            controller_dir=str(models / CONTROLLER), environment=ENV, num_episodes=1, seed=0
+        )
     return root
 
 
@@ -133,6 +138,7 @@ def test_each_kind_ships_and_loads_from_the_shipped_copy(trained, shipped_root, 
         assert on_disk["kind"] == row.kind and on_disk["flags"] == row.flags
         assert on_disk["export"]["time"] and "git" in on_disk["source"]["run"]
         assert not [p for p in os.listdir(folder.parent) if p.startswith(".")]  # no temp dirs
+    assert records[CONTROLLER]["source"]["run"]["stage"] == "train_controller"  # not evaluate
     assert records[CONTROLLER]["total_shipped_bytes"] == shipped.folder_size(shipped_root)
     # The row's flags (--train_steps=300 --batch_size=32 ...) are not what this run used.
     assert records[ENCODER]["flags_differ"] == [

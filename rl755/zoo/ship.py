@@ -235,7 +235,7 @@ def _export_controller(row, model_dir: str, out: Path, base: Path) -> dict:
 def _record(row, model_dir: str, details: dict) -> dict:
     runs = [r for r in run_record.read_records(model_dir) if r.get("out_dir") == model_dir]
     last = runs[-1] if runs else None
-    keys = ("git", "start_time", "end_time", "status", "host", "flags")
+    keys = ("stage", "git", "start_time", "end_time", "status", "host", "flags")
     return {
         "environment": row.environment,
         "name": row.name,
