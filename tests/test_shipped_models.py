@@ -88,6 +88,18 @@ def trained(tmp_path_factory):
             ),
             pool=PoolConfig(parallelism=0),
         )
+        # The same controller trained on the sequential model's training dir, not its name.
+        train_controller(
+            environment=ENV,
+            model_dir=str(root / "by_dir" / CONTROLLER),
+            encoder=ENCODER,
+            sequential_model_dir=str(models / SEQUENTIAL),
+            cma_config=CmaConfig(
+                mode="real", population_size=4, trials_per_member=1, generations=1,
+                rollout_max_steps=24, sigma=0.5, seed=0, eval_every=0,
+            ),
+            pool=PoolConfig(parallelism=0),
+        )  # fmt: skip
         # An evaluation records its run below the controller's dir (evaluation/runs/).
         evaluate_controller(
             controller_dir=str(models / CONTROLLER), environment=ENV, num_episodes=1, seed=0
@@ -283,6 +295,29 @@ def test_flag_differences_compare_values_not_spellings():
         "--sample_observations= (run: False)",
     ]
     assert ship.flag_differences(zoo.get(ENV, ENCODER), {"learning_rate": 0.003}) == []
+
+
+def test_a_controller_trained_on_model_dirs_ships_as_its_row(trained, shipped_root, tmp_path):
+    """--sequential_model_dir runs ship when that dir is the one the shipped row came from."""
+    import shutil
+
+    by_dir = trained / "by_dir" / CONTROLLER
+    copy = tmp_path / "copy_of_sequential"
+    shutil.copytree(_source(trained, SEQUENTIAL), copy)
+    ship.ship_model(ENV, ENCODER, model_dir=_source(trained, ENCODER))
+    ship.ship_model(ENV, SEQUENTIAL, model_dir=str(copy))
+    with pytest.raises(
+        BadInput, match=f"comes from {copy}.*--model_dir={_source(trained, SEQUENTIAL)}"
+    ):
+        ship.ship_model(ENV, CONTROLLER, model_dir=str(by_dir))
+    assert not (shipped_root / "fake" / CONTROLLER).exists()
+    ship.ship_model(ENV, SEQUENTIAL, model_dir=_source(trained, SEQUENTIAL))
+    record = ship.ship_model(ENV, CONTROLLER, model_dir=str(by_dir))
+    assert (
+        record["reads"]["sequential_model"]["trained_as"] == f"dir:{_source(trained, SEQUENTIAL)}"
+    )
+    loaded = zoo.get(ENV, CONTROLLER)()
+    assert loaded.zoo_source == "shipped" and loaded.meta["sequential_model"] == SEQUENTIAL
 
 
 def test_reshipping_replaces_the_copy(trained, shipped_root):

@@ -12,7 +12,9 @@ Writes `<shipped root>/<env folder>/<name>/` (layout in rl755.zoo.shipped):
 - controllers: controller.json and the parameters as float32 (what evaluation plays: a few
   thousand numbers, so nothing is gained by float16 and the returns stay exactly the same).
   A controller ships after its encoder and sequential model (its row's --encoder and
-  --sequential_model, which its controller.json must name), and loads with those shipped copies.
+  --sequential_model, which its controller.json must name, or name the training dirs those
+  shipped copies came from: --encoder_dir / --sequential_model_dir runs ship too, renamed to
+  the rows), and loads with those shipped copies.
 
 Plus `shipped.json`: the row, the source (model dir, checkpoint, the run's code version from
 its runs/*.json, with its flags), the row's flags that the run set otherwise
@@ -197,15 +199,16 @@ def _export_controller(row, model_dir: str, out: Path, base: Path) -> dict:
         )
     if not np.all(np.isfinite(params)):
         raise BadInput(f"{model_dir}/{params_file} holds non-finite parameters.")
-    flags, reads = row.flag_values(), {}
+    flags, reads, shipped_sources = row.flag_values(), {}, {}
     for key in ("encoder", "sequential_model"):
         want, got = flags.get(key, "none"), meta.get(key, "none")
-        if got != want:
-            raise BadInput(
-                f"{model_dir}/{meta_file} was trained with {key} {got!r}, but the zoo row "
-                f"{row.name} says --{key}={want}. Ship the controller its row describes, or "
-                "fix the row's flags in rl755/zoo/rows.py (controllers ship with zoo models)."
-            )
+        if got == want or (want != "none" and _dir_of(got)):
+            continue  # a training dir ("dir:...") is checked against the shipped copy below
+        raise BadInput(
+            f"{model_dir}/{meta_file} was trained with {key} {got!r}, but the zoo row "
+            f"{row.name} says --{key}={want}. Ship the controller its row describes, or "
+            "fix the row's flags in rl755/zoo/rows.py (controllers ship with zoo models)."
+        )
     for key in ("encoder", "sequential_model"):
         want = flags.get(key, "none")
         if want == "none":
@@ -216,8 +219,22 @@ def _export_controller(row, model_dir: str, out: Path, base: Path) -> dict:
                 f"{row.environment} {row.name} reads the {key} {want}, which is not shipped "
                 f"in {base}. Ship it first: {shipped.ship_command(dependency)}"
             )
-        source = shipped.read_record(dependency, base)["source"]
-        reads[key] = {"name": want, "source": source}
+        shipped_sources[key] = shipped.read_record(dependency, base)["source"]
+        reads[key] = {"name": want, "source": shipped_sources[key]}
+        got = meta.get(key, "none")
+        if got != want:  # trained with --encoder_dir / --sequential_model_dir
+            if (
+                os.path.abspath(os.path.expanduser(_dir_of(got)))
+                != shipped_sources[key]["model_dir"]
+            ):
+                raise BadInput(
+                    f"{model_dir}/{meta_file} was trained with the {key} in {_dir_of(got)}, "
+                    f"but the shipped {want} comes from {shipped_sources[key]['model_dir']}. "
+                    f"Ship {want} from that dir first: {shipped.ship_command(dependency)} "
+                    f"--model_dir={_dir_of(got)}"
+                )
+            meta[key] = want
+            reads[key]["trained_as"] = got
     sharded_io.write_json_atomic(str(out / meta_file), meta)
     with open(out / params_file, "wb") as f:
         np.save(f, params.astype(np.float32))
@@ -230,6 +247,15 @@ def _export_controller(row, model_dir: str, out: Path, base: Path) -> dict:
         "score_source": meta.get("score_source"),
         "reads": reads,
     }
+
+
+def _dir_of(name: str) -> str | None:
+    """The training dir a controller.json names instead of a zoo model ("dir:<dir>" for a
+    sequential model, "dir:<model>:<Z>:<dir>" for an encoder, see controller.resolve)."""
+    if not name.startswith("dir:"):
+        return None
+    parts = name.split(":", 3)
+    return parts[3] if len(parts) == 4 and parts[2].isdigit() else name[4:]
 
 
 def _record(row, model_dir: str, details: dict) -> dict:
