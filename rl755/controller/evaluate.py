@@ -219,8 +219,9 @@ def evaluate_controller(
     given), checks the environment, and evaluates it. `saved_controller` names a zoo row
     instead: the user's trained copy, else the shipped one with its shipped encoder and
     sequential model. `out_dir` defaults to `<controller dir>/evaluation`
-    (`<models_dir>/<env folder>/<name>/evaluation` for a shipped controller). `deterministic`: `rl755.common.determinism.configure`
-    with `seed` (None: on without a GPU)."""
+    (`<models_dir>/<env folder>/<name>/evaluation` for a shipped controller).
+    `deterministic`: `rl755.common.determinism.configure` with `seed` (None: on without a
+    GPU)."""
     from rl755.common import determinism, run_record
 
     determinism.configure(seed, deterministic)

@@ -10,8 +10,8 @@ the name of the dataset of rollouts they encoded (`dataset`, CamelCase of the na
 
 Loading is lazy: `row()` / `row.load()` imports the loader named for its kind (a
 "module:function" string, see `LOADERS`) only then. It reads the user's trained copy, or
-without one the copy shipped in the repository (rl755.zoo.shipped). Rows are frozen dataclasses of strings,
-so they pickle (Ray workers load their own copy).
+without one the copy shipped in the repository (rl755.zoo.shipped). Rows are frozen
+dataclasses of strings, so they pickle (Ray workers load their own copy).
 """
 
 from __future__ import annotations
