@@ -11,8 +11,8 @@ model are the ones the controller was trained with (its controller.json) unless
 
     python scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER \
         --saved_controller=dream_controller --num_episodes=100 --seed=1000
- Library:
-rl755.controller.evaluate.evaluate_controller.
+
+Library: rl755.controller.evaluate.evaluate_controller.
 """
 
 from absl import app, flags
