@@ -8,6 +8,8 @@ setup(
     description="World-Models-style model-based RL on TensorFlow 2: rollouts, encoders, "
     "sequential models and CMA-ES controllers, on a laptop or a SLURM cluster.",
     packages=find_packages(include=["rl755", "rl755.*"]),
+    # The trained models shipped in the repository (README "Shipped models").
+    package_data={"rl755.zoo": ["shipped/*.md", "shipped/*/*/*"]},
     python_requires=">=3.11,<3.12",
     # The pinned working set lives in requirements.txt (installed by `make`).
     install_requires=[

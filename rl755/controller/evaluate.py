@@ -136,7 +136,9 @@ def spec_with_overrides(
     if sequential_model:
         meta["sequential_model"] = sequential_model
     spec = resolve.spec_for_trained(
-        saved.TrainedController(trained.controller, trained.params, meta)
+        saved.TrainedController(
+            trained.controller, trained.params, meta, zoo_source=trained.zoo_source
+        )
     )
     return meta, spec
 
@@ -214,9 +216,12 @@ def evaluate_controller(
 ) -> dict:
     """What scripts/models/evaluate_controller.py runs: loads the trained controller of
     `controller_dir` (its encoder/sequential model names come from its controller.json unless
-    given), checks the environment, and evaluates it. `out_dir` defaults to
-    `<controller dir>/evaluation`. `deterministic`: `rl755.common.determinism.configure`
-    with `seed` (None: on without a GPU)."""
+    given), checks the environment, and evaluates it. `saved_controller` names a zoo row
+    instead: the user's trained copy, else the shipped one with its shipped encoder and
+    sequential model. `out_dir` defaults to `<controller dir>/evaluation`
+    (`<models_dir>/<env folder>/<name>/evaluation` for a shipped controller).
+    `deterministic`: `rl755.common.determinism.configure` with `seed` (None: on without a
+    GPU)."""
     from rl755.common import determinism, run_record
 
     determinism.configure(seed, deterministic)
@@ -227,19 +232,23 @@ def evaluate_controller(
         raise ValueError(
             "Give exactly one of --model_dir (a controller dir) or --saved_controller."
         )
+    default_out_dir = None
     if saved_controller:
         if not environment:
             raise ValueError("--saved_controller needs --environment.")
-        trained = resolve.saved_model_fn(
+        row = resolve.saved_model_fn(
             Environments.from_name(environment), saved_controller, "saved_controller"
-        )()
+        )
+        trained = row()
         controller_dir = trained.model_dir
+        if trained.zoo_source == "shipped":  # never write into the repository's copy
+            default_out_dir = os.path.join(row.model_dir(), "evaluation")
     else:
         trained = saved.load_trained_controller(controller_dir)
     meta, spec = spec_with_overrides(
         trained, controller_dir, environment, encoder, sequential_model
     )
-    out_dir = out_dir or os.path.join(controller_dir, "evaluation")
+    out_dir = out_dir or default_out_dir or os.path.join(controller_dir, "evaluation")
     with run_record.record_run(out_dir, dict(run_flags or {}), stage="evaluate_controller"):
         return score_controller(
             trained.params,
@@ -252,6 +261,7 @@ def evaluate_controller(
             compare_random=compare_random,
             extra={
                 "controller_dir": os.path.abspath(controller_dir),
+                "controller_source": trained.zoo_source or "dir",
                 "out_dir": os.path.abspath(out_dir),
                 "controller_generation": meta.get("generation"),
             },

@@ -52,17 +52,19 @@ class SequentialModelFromDir:
         return load_trained_model(self.model_dir)
 
 
-def saved_model_fn(environment: Environments, name: str, what: str):
+def saved_model_fn(environment: Environments, name: str, what: str, source: str | None = None):
     """The zoo row `name` (a picklable no-argument loader), or None for "none".
 
     `what` is the flag ("encoder", "sequential_model", "saved_controller"); the row must be
-    of the kind that flag takes (rl755.zoo.FLAG_KINDS)."""
+    of the kind that flag takes (rl755.zoo.FLAG_KINDS). `source` ("trained", "shipped"; None:
+    the trained copy if there is one, else the shipped one) picks the copy (`ZooModel.load`)."""
     if name is None or name.strip().lower() == NONE:
         return None
     try:
-        return zoo.get(environment, name, kind=zoo.FLAG_KINDS[what])
+        row = zoo.get(environment, name, kind=zoo.FLAG_KINDS[what])
     except LookupError as e:
         raise LookupError(f"{e} (--{what} takes one of those, or 'none'.)") from None
+    return row.from_source(source)
 
 
 def make_agent_spec(
@@ -114,20 +116,25 @@ def make_agent_spec(
 
 def spec_for_trained(trained, encoder_fn=None, sequential_model_fn=None) -> AgentSpec:
     """The AgentSpec of a loaded `saved.TrainedController`, resolving its saved model names
-    unless constructors are given."""
+    unless constructors are given. A controller shipped in the repository
+    (`trained.zoo_source == "shipped"`) reads the shipped copies of its models, never a
+    user's retrained ones of the same name."""
     meta = trained.meta
     env = Environments.from_name(meta["environment"])
+    source = "shipped" if getattr(trained, "zoo_source", None) == "shipped" else None
     if encoder_fn is None and meta["encoder"] != NONE:
         if meta["encoder"].startswith("dir:"):  # "dir:<model name>:<Z>:<encoder dir>"
             _, model_name, size, model_dir = meta["encoder"].split(":", 3)
             encoder_fn = EncoderFromDir(env.name, model_name, model_dir, int(size))
         else:
-            encoder_fn = saved_model_fn(env, meta["encoder"], "encoder")
+            encoder_fn = saved_model_fn(env, meta["encoder"], "encoder", source)
     if sequential_model_fn is None and meta["sequential_model"] != NONE:
         if meta["sequential_model"].startswith("dir:"):  # "dir:<model dir>"
             sequential_model_fn = SequentialModelFromDir(meta["sequential_model"][4:])
         else:
-            sequential_model_fn = saved_model_fn(env, meta["sequential_model"], "sequential_model")
+            sequential_model_fn = saved_model_fn(
+                env, meta["sequential_model"], "sequential_model", source
+            )
     return AgentSpec(
         environment=env.name,
         controller=meta["controller"],

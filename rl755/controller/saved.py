@@ -72,12 +72,17 @@ def save_trained_controller(model_dir: str, ckpt: dict) -> None:
 
 @dataclasses.dataclass
 class TrainedController:
-    """A controller and its parameters [N], plus the names it was trained with (`meta`)."""
+    """A controller and its parameters [N], plus the names it was trained with (`meta`).
+
+    `zoo_source` is set when the zoo loaded it: "trained" (the user's models dir) or "shipped"
+    (the copy in the repository, whose encoder and sequential model are then the shipped ones
+    too, see rl755.controller.resolve.spec_for_trained)."""
 
     controller: controllers_lib.Controller
     params: np.ndarray
     meta: dict
     model_dir: str | None = None
+    zoo_source: str | None = None
 
     @property
     def environment(self) -> Environments:

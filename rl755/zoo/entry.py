@@ -9,18 +9,22 @@ command (`train_command`), the docstring of its saved_models function (`docstrin
 the name of the dataset of rollouts they encoded (`dataset`, CamelCase of the name).
 
 Loading is lazy: `row()` / `row.load()` imports the loader named for its kind (a
-"module:function" string, see `LOADERS`) only then. Rows are frozen dataclasses of strings,
-so they pickle (Ray workers load their own copy).
+"module:function" string, see `LOADERS`) only then. It reads the user's trained copy, or
+without one the copy shipped in the repository (rl755.zoo.shipped). Rows are frozen
+dataclasses of strings, so they pickle (Ray workers load their own copy).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shlex
 import textwrap
 
 from rl755.common import config, lookup
 from rl755.environments import Environments
+
+log = logging.getLogger(__name__)
 
 ENCODER, SEQUENTIAL, CONTROLLER = "encoder", "sequential", "controller"
 KINDS = (ENCODER, SEQUENTIAL, CONTROLLER)
@@ -159,8 +163,10 @@ class ZooModel:
 
     def _where_text(self) -> str:
         where = (
-            f"Loads the newest complete checkpoint of `{self.display_dir()}/` "
-            f"(`rl755.zoo.get({self.environment!r}, {self.name!r})()`) and returns "
+            f"Loads the newest complete checkpoint of `{self.display_dir()}/`, or without one "
+            f"the shipped copy `rl755/zoo/shipped/{self.folder_name}/{self.name}/` (float16 "
+            f"weights) if there is one (`rl755.zoo.get({self.environment!r}, {self.name!r})()`) "
+            "and returns "
             f"{RETURNS[self.kind]}; the exact flags, data and git commit of the run are in "
             "its runs/*.json. A missing model fails with the command above."
         )
@@ -172,11 +178,53 @@ class ZooModel:
         return where
 
     # ---- loading -------------------------------------------------------------------------------
-    def load(self):
-        """The trained model (see `RETURNS`); a missing one fails with `how_to_train`."""
+    def load(self, source: str | None = None):
+        """The trained model (see `RETURNS`), from `source`: "trained" (the user's
+        `model_dir()`), "shipped" (the copy committed in the repository, rl755.zoo.shipped) or
+        None: the trained copy when there is one, else the shipped one. The object gets
+        `zoo_source` ("trained" or "shipped"), and a log line says which was used. A missing
+        model fails with `how_to_train` (and the shipped copy's state)."""
+        from rl755.zoo import shipped
+
+        if source is not None and source not in shipped.SOURCES:
+            raise ValueError(f"Unknown source {source!r}; valid: {', '.join(shipped.SOURCES)}.")
+        trained_dir = self.model_dir()
+        shipped_dir = shipped.shipped_dir(self)
+        if source is None:
+            has_trained = shipped.has_trained_copy(self.kind, trained_dir)
+            use_shipped = not has_trained and shipped.is_shipped(self)
+            source = shipped.SHIPPED if use_shipped else shipped.TRAINED
+        if source == shipped.SHIPPED:
+            if not shipped.is_shipped(self):
+                raise FileNotFoundError(
+                    f"{self.environment} {self.name} is not shipped: {shipped_dir} holds no "
+                    f"{shipped.RECORD_FILE}. Ship a trained copy with: "
+                    f"{shipped.ship_command(self)}"
+                )
+            model = self.load_from(str(shipped_dir))
+            log.info(
+                "%s %s: loaded the shipped copy %s (float16 weights, cast to float32).",
+                self.environment,
+                self.name,
+                shipped_dir,
+            )
+        else:
+            how_to_train = self.how_to_train(trained_dir)
+            if not shipped.is_shipped(self):
+                how_to_train += (
+                    f" (not shipped yet: no {shipped_dir}/{shipped.RECORD_FILE}; once trained, "
+                    f"ship it with: {shipped.ship_command(self)})"
+                )
+            model = self.load_from(trained_dir, how_to_train)
+            log.info("%s %s: loaded the trained copy %s.", self.environment, self.name, trained_dir)
+        model.zoo_source = source
+        return model
+
+    def load_from(self, model_dir: str, how_to_train: str | None = None):
+        """The model in `model_dir` (a training run's dir or a shipped folder), through the
+        loader of its kind (`LOADERS`)."""
         loader = lookup.import_object(LOADERS[self.kind], what="zoo loader")
-        model_dir = self.model_dir()
-        how_to_train = self.how_to_train(model_dir)
+        how_to_train = how_to_train or self.how_to_train(model_dir)
         if self.kind == CONTROLLER:
             return loader(model_dir, how_to_train=how_to_train)
         if self.kind == ENCODER:
@@ -191,6 +239,21 @@ class ZooModel:
 
     def __call__(self):
         return self.load()
+
+    def from_source(self, source: str | None):
+        """A picklable no-argument loader from `source` (see `load`); the row itself for None."""
+        return self if source is None else FromSource(self, source)
+
+
+@dataclasses.dataclass(frozen=True)
+class FromSource:
+    """`row.load(source)` as a picklable no-argument constructor (Ray workers call it)."""
+
+    row: ZooModel
+    source: str
+
+    def __call__(self):
+        return self.row.load(self.source)
 
 
 def wrap_command(command: str, indent: str = "", width: int = _WIDTH) -> str:

@@ -111,6 +111,20 @@ MODELS: tuple[ZooModel, ...] = (
         "the paper's V-only controller: HiddenLayerController (40 hidden units, 1,443 params) "
         "on z, no sequential model",
     ),
+    ZooModel(
+        "real_controller",
+        "CAR_RACING",
+        CONTROLLER,
+        None,
+        "--encoder=raw_rollout_vae_32ld --sequential_model=mdn_rnn_vae_32ld "
+        "--controller=LinearController --mode=real --cma_population_size=4 "
+        "--cma_trials_per_member=4 --eval_every=25 --eval_episodes=100 --parallelism=2",
+        "issue #12's CarRacing agent: LinearController on [z, h], CMA-ES in the real "
+        "environment with a small population (4 x 4 rollouts); ships in the repository",
+        notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
+        "--environment=CAR_RACING --saved_controller=real_controller --num_episodes=100 "
+        "--seed=1000 (its shipped encoder and MDN-RNN come with it).",
+    ),
     # ---- FAKE_PIXELS (tests and smoke runs) ----------------------------------------------------
     ZooModel(
         "raw_rollout_vae_4ld",
@@ -199,6 +213,21 @@ MODELS: tuple[ZooModel, ...] = (
         "predicts 0.0066 per step on the validation rollouts (real hazard 0.0038; "
         "`mdn_rnn_64ld`: 0.0004).",
         resumes_from="mdn_rnn_64ld",
+    ),
+    ZooModel(
+        "dream_controller",
+        "DOOM_TAKE_COVER",
+        CONTROLLER,
+        None,
+        "--encoder=raw_rollout_vae_64ld --sequential_model=mdn_rnn_64ld "
+        "--controller=LinearController --cell_state --mode=dream --temperature=1.15 "
+        "--cma_population_size=64 --cma_trials_per_member=16 --sigma=0.1 "
+        "--rollout_max_steps=2100 --eval_every=0 --parallelism=0",
+        "issue #12's DoomTakeCover agent: LinearController on [z, h, c] trained only inside "
+        "the MDN-RNN at temperature 1.15, as in the paper; ships in the repository",
+        notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
+        "--environment=DOOM_TAKE_COVER --saved_controller=dream_controller --num_episodes=100 "
+        "--seed=1000 (its shipped encoder and MDN-RNN come with it).",
     ),
     # ---- BREAKOUT ------------------------------------------------------------------------------
     ZooModel(

@@ -16,6 +16,7 @@ SHARDS = "tests/test_bad_shards.py"
 ENTRIES = "tests/test_environment_entries.py"
 CI = "tests/test_ci.py"
 LOGS = "tests/test_quiet_logs.py"
+SHIPPED = "tests/test_shipped_models.py"
 
 MUTATIONS = [
     # ---- the six blind spots of issue 16 ---------------------------------------------------------
@@ -285,5 +286,38 @@ MUTATIONS = [
             f"{LOGS}::test_importing_rl755_then_tensorflow_prints_no_chatter_but_keeps_warnings",
         ),
         what="TensorFlow's start-up chatter reaches stderr again",
+    ),
+    # ---- shipped models (issue 12) ------------------------------------------------------------
+    dict(
+        name="shipped_copy_wins_over_trained",
+        file="rl755/zoo/entry.py",
+        old="use_shipped = not has_trained and shipped.is_shipped(self)",
+        new="use_shipped = shipped.is_shipped(self)",
+        tests=(f"{SHIPPED}::test_a_trained_copy_wins_and_a_missing_model_names_both_ways",),
+        what="a zoo row loads the shipped copy although the user trained their own",
+    ),
+    dict(
+        name="shipped_controller_reads_users_models",
+        file="rl755/controller/resolve.py",
+        old='source = "shipped" if',
+        new="source = None if",
+        tests=(f"{SHIPPED}::test_shipped_controller_plays_the_originals_returns",),
+        what="a shipped controller plays with a user's retrained encoder of the same name",
+    ),
+    dict(
+        name="shipped_weights_stay_float32",
+        file="rl755/zoo/ship.py",
+        old="                data = half\n",
+        new="                pass\n",
+        tests=(f"{SHIPPED}::test_each_kind_ships_and_loads_from_the_shipped_copy",),
+        what="shipped weights are written float32 (twice the bytes)",
+    ),
+    dict(
+        name="shipping_ignores_size_limit",
+        file="rl755/zoo/ship.py",
+        old="if others + size > shipped.SIZE_LIMIT_BYTES:",
+        new="if False:",
+        tests=(f"{SHIPPED}::test_shipping_refuses_bad_sources_and_leaves_nothing",),
+        what="shipping goes over the repository's size limit",
     ),
 ]

@@ -7,8 +7,12 @@
 Writes <out_dir>/evaluation.json (mean, std, per-episode returns; the random policy's on the
 same seeds with --compare_random) and <out_dir>/episode.gif. The encoder and sequential
 model are the ones the controller was trained with (its controller.json) unless
---encoder/--sequential_model name others. Library:
-rl755.controller.evaluate.evaluate_controller.
+--encoder/--sequential_model name others. With no training at all, a shipped controller:
+
+    python scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER \
+        --saved_controller=dream_controller --num_episodes=100 --seed=1000
+
+Library: rl755.controller.evaluate.evaluate_controller.
 """
 
 from absl import app, flags
@@ -21,7 +25,10 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("environment", None, "Environments enum name; must match the controller's.")
 flags.DEFINE_string("model_dir", None, "The controller's train_controller --model_dir.")
 flags.DEFINE_string(
-    "saved_controller", None, "Instead of --model_dir: a controller of the zoo (rl755.zoo)."
+    "saved_controller",
+    None,
+    "Instead of --model_dir: a controller of the zoo (rl755.zoo): your trained copy, else the "
+    "one shipped in the repository (with its shipped encoder and sequential model).",
 )
 flags.DEFINE_string("encoder", None, "Override: an encoder of the zoo (rl755.zoo).")
 flags.DEFINE_string("sequential_model", None, "Override: function in saved_models, or none.")
