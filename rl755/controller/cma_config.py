@@ -37,8 +37,8 @@ class CmaConfig:
     seed: base seed (trial seeds, CMA-ES sampling, eval seeds).
     temperature: dream sampling temperature.
     done_threshold: dream episode ends: 0 draws Bernoulli(done_prob) each step; p > 0 ends an
-      episode as soon as done_prob > p (World Models' Doom rule is 0.5 for rl755's heads,
-      trained with ends weighted 10x; rl755.controller.dream_eval).
+      episode as soon as done_prob > p (World Models' Doom dream ~ 0.09 with an unweighted
+      head; rl755.controller.dream_eval).
     eval_every: real evaluation of the best member every this many generations (0: never).
     eval_episodes: episodes of that evaluation.
     dream_initial_states: K real reset frames encoded as dream starting points.

@@ -13,13 +13,14 @@ An episode ends after `max_steps`, or when the episode-end head says so:
   done_threshold = 0 (default)  a Bernoulli(done_prob) draw each step (a calibrated hazard);
   done_threshold = p > 0        as soon as done_prob > p, deterministically. World Models'
                                 Doom dream ends an episode when the done logit is > 0 with ends
-                                weighted 10x in training. rl755's episode-end heads are trained
-                                the same way (`done_pos_weight=10`), so that rule is p = 0.5
-                                here; p = 1/11 ~ 0.09 is its equivalent for an unweighted head.
-                                Measured on the Doom MDN-RNN (README "DoomTakeCover"): 0.09 ends
-                                every dream at its first step, 0.5 lets constant policies live
-                                ~8x longer than in the real game, Bernoulli draws (0) come
-                                closest to the real game's episode lengths.
+                                weighted 10x in training, i.e. at a calibrated probability
+                                above 1/11 ~ 0.09: `done_threshold=0.09` with an unweighted head
+                                (Doom's presets train it unweighted; the 10x-weighted default
+                                head's equivalent is 0.5). A threshold is brittle where the
+                                head is not yet sharp: README "DoomTakeCover" has an MDN-RNN
+                                whose p(done) at a dream's first step is 0.16, so 0.09 ends
+                                every dream there, while Bernoulli draws (0) gave episode
+                                lengths close to the real game's.
 
 Every draw is stateless, keyed by `evaluate`'s `seed` and the step: the same seed replays the
 same dreams, another seed (CMA-ES: one per generation) draws new ones. Episode t of every
