@@ -72,16 +72,9 @@ IDENTITY_KEYS = (
 )
 
 
-def _nonfinite_message(step: int, terms: dict, model_dir: str) -> str:
-    bad = [k for k, v in terms.items() if not math.isfinite(v)]
-    last = checkpoints.newest_complete_checkpoint(model_dir)
-    return (
-        f"Non-finite loss at training step {step}: loss term(s) {', '.join(bad)} not finite "
-        f"({', '.join(f'{k}={v:.6g}' for k, v in terms.items())}). Training stopped; the last "
-        f"good checkpoint is {last.weights_path if last else 'none'}. Rerun with "
-        "--check_numerics to stop at the first operation that produces a NaN/Inf, check the "
-        "data (NaN actions) and lower --learning_rate / --discriminator_learning_rate."
-    )
+NONFINITE_ADVICE = (
+    "check the data (NaN actions) and lower --learning_rate / --discriminator_learning_rate"
+)
 
 
 class _Networks:
@@ -301,7 +294,10 @@ def fit_infilling_unet(
             step += 1
             terms = {k: float(v) for k, v in terms.items()}
             if not all(math.isfinite(v) for v in terms.values()):
-                raise NonFiniteLossError(_nonfinite_message(step, terms, model_dir))
+                last = checkpoints.newest_complete_checkpoint(model_dir)
+                raise NonFiniteLossError.at_step(
+                    step, terms, last and last.weights_path, NONFINITE_ADVICE
+                )
             result["train_terms"].append(terms)
             window.add(terms)
             if step % log_every == 0 or step == config.train_steps:
