@@ -186,6 +186,8 @@ def test_trains_with_and_without_the_gan_loss(adversarial_weight, raw_dir, tmp_p
 
     generator, info = load_infilling_unet(str(model_dir))
     assert info["step"] == 4 and info["adversarial"] is gan and generator.noise_size == 4
+    assert info["adversarial_weight"] == adversarial_weight and info["task"] == "next_frame"
+    assert {"mode_seeking_weight", "reconstruction_loss", "use_actions"} <= set(info)
 
 
 def _fixed_windows(split, poison=False):

@@ -70,8 +70,17 @@ IDENTITY_KEYS = (
     "unet_filters",
     "discriminator_filters",
 )
-
-
+# The InfillConfig fields every checkpoint marker records.
+CONFIG_IN_MARKER = (
+    "task",
+    "context_frames",
+    "noise_size",
+    "use_actions",
+    "adversarial",
+    "adversarial_weight",
+    "mode_seeking_weight",
+    "reconstruction_loss",
+)
 NONFINITE_ADVICE = (
     "check the data (NaN actions) and lower --learning_rate / --discriminator_learning_rate"
 )
@@ -223,16 +232,7 @@ def fit_infilling_unet(
     model_dir = str(model_dir)
     os.makedirs(model_dir, exist_ok=True)
     info = dict(model_info or {})
-    info.update(
-        task=config.task,
-        context_frames=config.context_frames,
-        noise_size=config.noise_size,
-        use_actions=config.use_actions,
-        adversarial=config.adversarial,
-        adversarial_weight=config.adversarial_weight,
-        mode_seeking_weight=config.mode_seeking_weight,
-        reconstruction_loss=config.reconstruction_loss,
-    )
+    info.update({name: getattr(config, name) for name in CONFIG_IN_MARKER})
     last = checkpoints.newest_complete_checkpoint(model_dir)
     keras.utils.set_random_seed(config.seed)
     nets = _Networks(generator_fn, discriminator_fn or (lambda g: None), config)
