@@ -1,5 +1,6 @@
 """CMA-ES training: improvement, exact resume, dream mode, evaluation outputs (in-process)."""
 
+import dataclasses
 import json
 import os
 
@@ -485,3 +486,15 @@ def test_compare_random_plays_the_controllers_seeds(tmp_path):
     data = json.loads((tmp_path / "e" / "evaluation.json").read_text())
     assert data["random_policy"]["mean"] == pytest.approx(np.mean(by_hand([40, 41, 42])))
     assert data["std"] == pytest.approx(np.std(data["returns"]))
+
+
+def test_pool_config_gives_every_setting_to_the_real_evaluator():
+    import inspect
+
+    from rl755.controller.real_eval import RealEvaluator
+
+    pool = PoolConfig(parallelism=3, ray_address="auto", max_worker_failures=5)
+    kwargs = pool.evaluator_kwargs()
+    assert set(kwargs) <= set(inspect.signature(RealEvaluator).parameters)
+    assert len(kwargs) == len(dataclasses.fields(PoolConfig))
+    assert (kwargs["parallelism"], kwargs["ray_address"], kwargs["max_failures"]) == (3, "auto", 5)

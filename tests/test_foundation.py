@@ -190,3 +190,21 @@ def test_strict_lookup_lists_choices():
     assert resolve("rl755", "environments.Environments") is Environments
     with pytest.raises(LookupError, match="EnvironmentSpec, Environments"):
         resolve("rl755", "environments.Nope")
+
+
+def test_nonfinite_loss_error_names_terms_checkpoint_and_advice():
+    from rl755.common.errors import NonFiniteLossError
+
+    e = NonFiniteLossError.at_step(
+        7, {"z": float("nan"), "r": 0.5}, "/m/model-002.weights.h5", "lower the rate", total=1.5
+    )
+    msg = str(e)
+    assert msg.startswith("Non-finite loss at training step 7: loss term(s) z not finite")
+    assert "(z=nan, r=0.5; total 1.5)" in msg and "/m/model-002.weights.h5" in msg
+    assert msg.endswith(
+        "--check_numerics (tf.debugging.enable_check_numerics) to stop at the "
+        "first operation that produces a NaN/Inf, and lower the rate."
+    )
+    # Only the total is bad (every term finite), no checkpoint yet, no total given.
+    msg = str(NonFiniteLossError.at_step(1, {"z": 0.1}, None, "x"))
+    assert "loss term(s) total not finite (z=0.1)." in msg and "checkpoint is none." in msg

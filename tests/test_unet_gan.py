@@ -115,6 +115,19 @@ def test_the_generator_copies_known_pixels_and_never_reads_masked_ones():
         catalogue.build(ENV, MODEL, filters=(4, 4, 4, 4, 4))
 
 
+def test_both_networks_keep_the_sizes_they_are_given_and_check_them():
+    g = InfillingUNet([16, 16, 3], 3.0, context_frames=2.0, noise_size=0, use_actions=0,
+                      filters=[8.0])  # fmt: skip
+    d = PatchDiscriminator.like(g, [8, 16])
+    for net, filters in ((g, (8,)), (d, (8, 16))):
+        assert (net.frame_shape, net.action_size, net.context_frames) == ((16, 16, 3), 3, 2)
+        assert net.use_actions is False and net.filters == filters
+    with pytest.raises(ValueError, match=r"patch_discriminator_filters=\[4, 4, 4, 4, 4\]"):
+        PatchDiscriminator.like(g, (4, 4, 4, 4, 4))
+    with pytest.raises(ValueError, match="context_frames must be >= 1, got 0"):
+        PatchDiscriminator((16, 16, 3), 3, 0)
+
+
 # ---- measures ----------------------------------------------------------------------------------
 def test_diversity_is_zero_for_a_deterministic_generator_and_positive_with_noise():
     batch = _batch()
@@ -186,6 +199,8 @@ def test_trains_with_and_without_the_gan_loss(adversarial_weight, raw_dir, tmp_p
 
     generator, info = load_infilling_unet(str(model_dir))
     assert info["step"] == 4 and info["adversarial"] is gan and generator.noise_size == 4
+    assert info["adversarial_weight"] == adversarial_weight and info["task"] == "next_frame"
+    assert {"mode_seeking_weight", "reconstruction_loss", "use_actions"} <= set(info)
 
 
 def _fixed_windows(split, poison=False):

@@ -10,6 +10,7 @@ WorkerFailure        a Ray task or actor failed or hung more often than allowed
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 
 
@@ -19,6 +20,30 @@ class BadInput(ValueError):
 
 class NonFiniteLossError(FloatingPointError):
     """Training produced a NaN or infinite loss; the message says at which step and term."""
+
+    @classmethod
+    def at_step(
+        cls,
+        step: int,
+        terms: dict,
+        last_good: str | None,
+        advice: str,
+        total: float | None = None,
+    ) -> NonFiniteLossError:
+        """The error of a training loop whose loss `terms` ({name: float}) are not all finite
+        at `step`: names the bad terms, every value (and the `total` when given), the last
+        good checkpoint (`last_good`, a path or None) and what to try (`advice`)."""
+        bad = [k for k, v in terms.items() if not math.isfinite(v)]
+        values = ", ".join(f"{k}={v:.6g}" for k, v in terms.items())
+        if total is not None:
+            values += f"; total {total}"
+        return cls(
+            f"Non-finite loss at training step {step}: loss term(s) {', '.join(bad) or 'total'} "
+            f"not finite ({values}). Training stopped; the last good checkpoint is "
+            f"{last_good or 'none'}. Rerun with --check_numerics "
+            "(tf.debugging.enable_check_numerics) to stop at the first operation that produces "
+            f"a NaN/Inf, and {advice}."
+        )
 
 
 class WorkerFailure(RuntimeError):

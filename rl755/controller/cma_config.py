@@ -96,3 +96,10 @@ class PoolConfig:
     startup_timeout_s: float = 300.0
     max_worker_failures: int = 3
     threads_per_worker: int = 1
+
+    def evaluator_kwargs(self) -> dict:
+        """These settings as keyword arguments of `rl755.controller.real_eval.RealEvaluator`
+        (the same names, but `max_worker_failures` is its `max_failures`)."""
+        kwargs = dataclasses.asdict(self)
+        kwargs["max_failures"] = kwargs.pop("max_worker_failures")
+        return kwargs

@@ -162,17 +162,7 @@ def run_cma_es(
     dream = None
     try:
         if need_real and start < cfg.generations and real is None:
-            real = RealEvaluator(
-                spec,
-                make_env,
-                parallelism=pool.parallelism,
-                envs_per_worker=pool.envs_per_worker,
-                ray_address=pool.ray_address,
-                trial_timeout_s=pool.trial_timeout_s,
-                startup_timeout_s=pool.startup_timeout_s,
-                max_failures=pool.max_worker_failures,
-                threads_per_worker=pool.threads_per_worker,
-            )
+            real = RealEvaluator(spec, make_env, **pool.evaluator_kwargs())
         if cfg.mode == "dream" and start < cfg.generations:
             init_seeds = (
                 derived_seeds(cfg.seed, 3, n=cfg.dream_initial_states)

@@ -162,6 +162,15 @@ def _sized(name: str, base: dict, **fields) -> Preset:
     return _preset(base, **fields)
 
 
+# The two test presets' jobs: one CPU (a GPU for the GPU stages), 2 GB, half an hour.
+_TINY_RESOURCES = _resources(
+    dict(cpus=1, mem="2G", time="0:30:00"),
+    dict(gpus=1, cpus=1, mem="2G", time="0:30:00"),
+    collect=dict(cpus=2),  # --parallelism=2
+    train_controller=dict(cpus=2),
+)
+
+
 PRESETS: dict[str, Preset] = {
     # ~15 minutes on a 2-core CPU: enough to see every stage work and the controller beat
     # the random policy; nowhere near the paper's score.
@@ -200,12 +209,7 @@ PRESETS: dict[str, Preset] = {
             sequential_name="mdn_rnn_vae_4ld",
         ),
         description="Fake 16x16 environment, tiny models: every stage in seconds (tests).",
-        resources=_resources(
-            dict(cpus=1, mem="2G", time="0:30:00"),
-            dict(gpus=1, cpus=1, mem="2G", time="0:30:00"),
-            collect=dict(cpus=2),  # --parallelism=2
-            train_controller=dict(cpus=2),
-        ),
+        resources=_TINY_RESOURCES,
         train_encoder=dict(representation_size=4),
     ),
     # CarRacing at a tiny size: real frames and real model shapes, minutes (tests).
@@ -213,12 +217,7 @@ PRESETS: dict[str, Preset] = {
         "tiny_car_racing",
         _CAR_RACING,
         description="CarRacing with the real model sizes, a few steps each (tests).",
-        resources=_resources(
-            dict(cpus=1, mem="2G", time="0:30:00"),
-            dict(gpus=1, cpus=1, mem="2G", time="0:30:00"),
-            collect=dict(cpus=2),
-            train_controller=dict(cpus=2),
-        ),
+        resources=_TINY_RESOURCES,
     ),
 }
 

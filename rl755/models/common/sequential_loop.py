@@ -121,17 +121,7 @@ def _refuse_old_format(model_dir: str) -> None:
 
 
 # ---- training ------------------------------------------------------------------------------------
-def _nonfinite_message(step: int, terms: dict, loss: float, model_dir: str) -> str:
-    bad = [k for k, v in terms.items() if not math.isfinite(v)]
-    last = checkpoints.newest_complete_checkpoint(model_dir)
-    return (
-        f"Non-finite loss at training step {step}: loss term(s) {', '.join(bad) or 'total'} "
-        f"not finite ({', '.join(f'{k}={v:.6g}' for k, v in terms.items())}; total {loss}). Training "
-        f"stopped; the last good checkpoint is {last.weights_path if last else 'none'}. Rerun "
-        "with --check_numerics (tf.debugging.enable_check_numerics) to stop at the first "
-        "operation that produces a NaN/Inf, and check the data (NaN/Inf in the encoded "
-        "rollouts) and the learning rate."
-    )
+NONFINITE_ADVICE = "check the data (NaN/Inf in the encoded rollouts) and the learning rate"
 
 
 def _loss_keys(values: dict) -> dict:
@@ -296,7 +286,10 @@ def fit_sequential_model(
             loss = float(loss)
             terms = {k: float(v) for k, v in terms.items()}
             if not math.isfinite(loss) or not all(math.isfinite(v) for v in terms.values()):
-                raise NonFiniteLossError(_nonfinite_message(step, terms, loss, model_dir))
+                last = checkpoints.newest_complete_checkpoint(model_dir)
+                raise NonFiniteLossError.at_step(
+                    step, terms, last and last.weights_path, NONFINITE_ADVICE, total=loss
+                )
             result["train_losses"].append(loss)
             result["step_seconds"].append(time.perf_counter() - t_step)
             result["last_terms"] = terms

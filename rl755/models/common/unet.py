@@ -96,13 +96,10 @@ class InfillingUNet(keras.Model):
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
-        self.frame_shape = tuple(int(s) for s in frame_shape)
-        self.action_size = int(action_size)
-        self.context_frames = int(context_frames)
+        _take_sizes(
+            self, frame_shape, action_size, context_frames, use_actions, filters, "unet_filters"
+        )
         self.noise_size = int(noise_size)
-        self.use_actions = bool(use_actions)
-        self.filters = tuple(int(f) for f in filters)
-        _check_sizes(self.frame_shape, self.filters, self.context_frames, "unet_filters")
         if self.noise_size < 0:
             raise ValueError(f"noise_size must be >= 0, got {noise_size}.")
         self.down = [
@@ -174,14 +171,8 @@ class PatchDiscriminator(keras.Model):
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
-        self.frame_shape = tuple(int(s) for s in frame_shape)
-        self.action_size = int(action_size)
-        self.context_frames = int(context_frames)
-        self.use_actions = bool(use_actions)
-        self.filters = tuple(int(f) for f in filters)
-        _check_sizes(
-            self.frame_shape, self.filters, self.context_frames, "patch_discriminator_filters"
-        )
+        what = "patch_discriminator_filters"
+        _take_sizes(self, frame_shape, action_size, context_frames, use_actions, filters, what)
         self.convs = [_conv(f, 4, 2, f"d{i}") for i, f in enumerate(self.filters)]
         self.to_logits = _conv(1, 3, name="logits")
 
@@ -222,7 +213,14 @@ def zero_inputs(model, batch_size: int = 1) -> dict:
     }
 
 
-def _check_sizes(frame_shape, filters, context_frames: int, what: str) -> None:
+def _take_sizes(model, frame_shape, action_size, context_frames, use_actions, filters, what):
+    """Sets the sizes both networks share on `model` (as ints, a bool and tuples) and checks
+    them; `what` is the flag that gave `filters`."""
+    model.frame_shape = frame_shape = tuple(int(s) for s in frame_shape)
+    model.action_size = int(action_size)
+    model.context_frames = context_frames = int(context_frames)
+    model.use_actions = bool(use_actions)
+    model.filters = filters = tuple(int(f) for f in filters)
     if context_frames < 1:
         raise ValueError(f"context_frames must be >= 1, got {context_frames}.")
     if not filters:

@@ -70,18 +70,20 @@ IDENTITY_KEYS = (
     "unet_filters",
     "discriminator_filters",
 )
-
-
-def _nonfinite_message(step: int, terms: dict, model_dir: str) -> str:
-    bad = [k for k, v in terms.items() if not math.isfinite(v)]
-    last = checkpoints.newest_complete_checkpoint(model_dir)
-    return (
-        f"Non-finite loss at training step {step}: loss term(s) {', '.join(bad)} not finite "
-        f"({', '.join(f'{k}={v:.6g}' for k, v in terms.items())}). Training stopped; the last "
-        f"good checkpoint is {last.weights_path if last else 'none'}. Rerun with "
-        "--check_numerics to stop at the first operation that produces a NaN/Inf, check the "
-        "data (NaN actions) and lower --learning_rate / --discriminator_learning_rate."
-    )
+# The InfillConfig fields every checkpoint marker records.
+CONFIG_IN_MARKER = (
+    "task",
+    "context_frames",
+    "noise_size",
+    "use_actions",
+    "adversarial",
+    "adversarial_weight",
+    "mode_seeking_weight",
+    "reconstruction_loss",
+)
+NONFINITE_ADVICE = (
+    "check the data (NaN actions) and lower --learning_rate / --discriminator_learning_rate"
+)
 
 
 class _Networks:
@@ -230,16 +232,7 @@ def fit_infilling_unet(
     model_dir = str(model_dir)
     os.makedirs(model_dir, exist_ok=True)
     info = dict(model_info or {})
-    info.update(
-        task=config.task,
-        context_frames=config.context_frames,
-        noise_size=config.noise_size,
-        use_actions=config.use_actions,
-        adversarial=config.adversarial,
-        adversarial_weight=config.adversarial_weight,
-        mode_seeking_weight=config.mode_seeking_weight,
-        reconstruction_loss=config.reconstruction_loss,
-    )
+    info.update({name: getattr(config, name) for name in CONFIG_IN_MARKER})
     last = checkpoints.newest_complete_checkpoint(model_dir)
     keras.utils.set_random_seed(config.seed)
     nets = _Networks(generator_fn, discriminator_fn or (lambda g: None), config)
@@ -301,7 +294,10 @@ def fit_infilling_unet(
             step += 1
             terms = {k: float(v) for k, v in terms.items()}
             if not all(math.isfinite(v) for v in terms.values()):
-                raise NonFiniteLossError(_nonfinite_message(step, terms, model_dir))
+                last = checkpoints.newest_complete_checkpoint(model_dir)
+                raise NonFiniteLossError.at_step(
+                    step, terms, last and last.weights_path, NONFINITE_ADVICE
+                )
             result["train_terms"].append(terms)
             window.add(terms)
             if step % log_every == 0 or step == config.train_steps:
