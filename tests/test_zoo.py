@@ -83,13 +83,22 @@ def test_doom_rows_hold_the_commands_the_readme_ran(repo_root):
     """The row is the single truth; the README's Doom experiment shows what was run."""
     with open(os.path.join(repo_root, "README.md")) as f:
         readme = f.read()
-    commands = re.split(r"\n(?=python )", readme[readme.index("### World Models' DoomTakeCover") :])
-    for name in ("raw_rollout_vae_64ld", "mdn_rnn_64ld"):
+    small = readme.index("### World Models' DoomTakeCover")
+    scaled = readme.index("#### Scaled up", small)
+    sections = {"small": readme[small:scaled], "scaled": readme[scaled:]}
+    for name, section in (
+        ("mdn_rnn_64ld", "small"),
+        ("raw_rollout_vae_64ld", "scaled"),
+        ("mdn_rnn_64ld_episodes", "scaled"),
+    ):
         row = zoo.get("DOOM_TAKE_COVER", name)
-        [ran] = [c for c in commands if f"/doom_take_cover/{name} " in c.split("```")[0]]
-        ran = _flags(ran.split("```")[0].split("\n#")[0])
+        commands = re.split(r"\n(?=python )", sections[section].split("```")[1])
+        [ran] = [
+            c for c in commands if f"--model_dir=$RL755_MODELS_DIR/doom_take_cover/{name} " in c
+        ]
+        ran = _flags(re.sub(r"\s+#[^\n]*", "", ran))
         ran["model_dir"] = row.display_dir()
-        assert _flags(row.train_command()) == ran
+        assert _flags(row.train_command()) == ran, name
     assert zoo.get("DOOM_TAKE_COVER", "mdn_rnn_64ld").dataset == "RawRolloutVae64ld"
 
 

@@ -181,13 +181,15 @@ MODELS: tuple[ZooModel, ...] = (
         "DOOM_TAKE_COVER",
         ENCODER,
         "vae.Vae",
-        "--train_steps=1500 --batch_size=64 --representation_size=64 --save_every_n_steps=250 "
-        "--learning_rate=1e-3",
+        "--train_steps=6000 --batch_size=100 --representation_size=64 --save_every_n_steps=500 "
+        "--learning_rate=1e-3 --obs_sampled_per_rollout=32",
         "World Models' Doom ConvVAE, Z = 64, 4,446,915 params",
-        notes="Trained on 400 RepeatRandomPolicy raw rollouts (128k frames, "
-        "`<data_dir>/doom_take_cover/raw_rollouts/rollouts-train*.tfrecord-*`; "
-        "--obs_sampled_per_rollout at its default 100): validation loss 57.4 -> 43.1 in 1500 "
-        "steps (~96k frames seen).",
+        notes="Trained on 3,200 RepeatRandomPolicy raw rollouts (1,027,113 frames, "
+        "`<data_dir>/doom_take_cover/raw_rollouts/rollouts-train*.tfrecord-*`, collect seed "
+        "755) and stopped at step 3000 of 6000 (model-006, 300k frames seen): validation loss "
+        "41.7. The rows mdn_rnn_64ld and mdn_rnn_64ld_end_weighted were trained on the "
+        "encodings of an earlier 1500-step VAE of this name on 400 rollouts (README "
+        '"World Models\' DoomTakeCover at small scale").',
     ),
     ZooModel(
         "mdn_rnn_64ld",
@@ -215,14 +217,29 @@ MODELS: tuple[ZooModel, ...] = (
         resumes_from="mdn_rnn_64ld",
     ),
     ZooModel(
+        "mdn_rnn_64ld_episodes",
+        "DOOM_TAKE_COVER",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn_with_heads",
+        "--rollouts_dataset=RawRolloutVae64ld --train_steps=3000 --batch_size=32 "
+        "--sequence_length=500 --learning_rate=1e-3 --sample_observations "
+        "--slice_start=episode_start --save_every_n_steps=500",
+        "MDN-RNN (LSTM 512, 5 Gaussians per latent dimension, reward and unweighted "
+        "episode-end heads) trained on whole episodes (slices of 500 from each episode's start)",
+        notes="Trained on the encodings of raw_rollout_vae_64ld (3,200 rollouts); a resumable "
+        'run in progress (README "Scaled up" under DoomTakeCover has its checkpoints\' '
+        "measures).",
+    ),
+    ZooModel(
         "dream_controller",
         "DOOM_TAKE_COVER",
         CONTROLLER,
         None,
-        "--encoder=raw_rollout_vae_64ld --sequential_model=mdn_rnn_64ld "
+        "--encoder=raw_rollout_vae_64ld --sequential_model=mdn_rnn_64ld_episodes "
         "--controller=LinearController --cell_state --mode=dream --temperature=1.15 "
-        "--cma_population_size=64 --cma_trials_per_member=16 --sigma=0.1 "
-        "--rollout_max_steps=2100 --eval_every=0 --parallelism=0",
+        "--done_threshold=0 --cma_population_size=16 --cma_trials_per_member=8 "
+        "--cma_generations=40 --rollout_max_steps=2100 --dream_initial_states=64 "
+        "--eval_every=0 --parallelism=0 --seed=755",
         "issue #12's DoomTakeCover agent: LinearController on [z, h, c] trained only inside "
         "the MDN-RNN at temperature 1.15, as in the paper; ships in the repository",
         notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
