@@ -92,7 +92,8 @@ def test_doom_rows_hold_the_commands_the_readme_ran(repo_root):
         ("mdn_rnn_64ld_episodes", "scaled"),
     ):
         row = zoo.get("DOOM_TAKE_COVER", name)
-        commands = re.split(r"\n(?=python )", sections[section].split("```")[1])
+        blocks = "\n".join(sections[section].split("```")[1::2])  # the code blocks
+        commands = re.split(r"\n(?=python )", blocks)
         [ran] = [
             c for c in commands if f"--model_dir=$RL755_MODELS_DIR/doom_take_cover/{name} " in c
         ]
