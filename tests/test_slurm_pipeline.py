@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from pipeline_helpers import REPO, output_files, run_pipeline
+from pipeline_helpers import REPO, TINY_RUN_FLAGS, output_files, run_pipeline
 from slurm_helpers import cancel, job_states, needs_slurm, wait_job
 
 from rl755.pipeline.resources import CHAIN_STAGES
@@ -52,7 +52,9 @@ def test_tiny_pipeline_on_slurm_matches_a_local_run_and_reruns_nothing(tmp_path,
         json.dumps({"slurm": {"gpu_partition": "volta-gpu"}})
     )
     out = tmp_path / "slurm_tiny"
-    proc = run_pipeline("tiny", out, "--launcher=slurm", timeout=600)
+    # the local run's seed and determinism (its shard names carry the seed)
+    same = [f for f in TINY_RUN_FLAGS if not f.startswith("--num_threads")]
+    proc = run_pipeline("tiny", out, "--launcher=slurm", *same, timeout=600)
     jobs = dict(re.findall(r"Submitted (\w+): job (\d+)", proc.stdout))
     assert list(jobs) == list(CHAIN_STAGES), proc.stdout
     try:
@@ -99,7 +101,7 @@ def test_tiny_pipeline_on_slurm_matches_a_local_run_and_reruns_nothing(tmp_path,
 
     # a rerun submits nothing for the completed stages
     logs_before = sorted(glob.glob(str(out / "**" / "slurm" / "job-*.json"), recursive=True))
-    again = run_pipeline("tiny", out, "--launcher=slurm", timeout=600).stdout
+    again = run_pipeline("tiny", out, "--launcher=slurm", *same, timeout=600).stdout
     assert "Submitted" not in again
     assert again.count("completed already") == len(CHAIN_STAGES)
     assert "0 of 8 stages submitted. Nothing to do" in again

@@ -140,12 +140,14 @@ def test_query_slurm_falls_back_to_sacct_for_forgotten_jobs(monkeypatch):
             return "JobId=5 JobName=a JobState=RUNNING Reason=None ExitCode=0:0\n"
         return "7|7|train|CANCELLED by 0|0:15\n8|3_1|collect|COMPLETED|0:0\n"
 
-    monkeypatch.setattr(job_state, "_run", fake_run)
+    monkeypatch.setattr(job_state, "command_output", fake_run)
     jobs = job_state.query_slurm(["5", "7", "8"])
     assert calls == ["scontrol", "sacct"]
     assert jobs["5"].state == "RUNNING" and jobs["5"].source == "scontrol"
     assert (jobs["7"].state, jobs["7"].source) == ("CANCELLED", "sacct")
     assert jobs["8"].state == jobs["3_1"].state == "COMPLETED"
     # without accounting sacct prints nothing: the ids stay unknown
-    monkeypatch.setattr(job_state, "_run", lambda argv: "" if argv[0] == "scontrol" else None)
+    monkeypatch.setattr(
+        job_state, "command_output", lambda argv: "" if argv[0] == "scontrol" else None
+    )
     assert job_state.query_slurm(["9"]) == {}

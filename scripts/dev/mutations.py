@@ -246,9 +246,9 @@ MUTATIONS = [
     ),
     dict(
         name="sequences_per_second_wrong",
-        file="rl755/models/common/sequential_loop.py",
-        old='"perf/sequences_per_second": acc_n * batch_size / elapsed,',
-        new='"perf/sequences_per_second": acc_n / elapsed,',
+        file="rl755/common/tensorboard.py",
+        old="self.items_key: self._steps * self.batch_size / seconds,",
+        new="self.items_key: self._steps / seconds,",
         tests=(f"{SEQ_TRAIN}::test_train_checkpoints_tensorboard_record_and_resume",),
         what="TensorBoard's sequences/s forgets the batch size",
     ),
