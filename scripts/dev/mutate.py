@@ -118,7 +118,10 @@ def scratch_copy(root: str = REPO) -> str:
 
 def run_tests(copy: str, tests, timeout: float) -> tuple[int, str]:
     """(pytest's exit status, its last lines) for `tests` run against `copy`."""
-    env = dict(os.environ, PYTHONPATH=copy, TF_CPP_MIN_LOG_LEVEL="2")
+    # No bytecode caches: a mutation of the same length written within the second of an earlier
+    # run would otherwise be shadowed by its stale .pyc (pyc files check size and whole-second
+    # mtime), and the mutant would "survive" without ever running.
+    env = dict(os.environ, PYTHONPATH=copy, TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1")
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     try:
         proc = subprocess.run(
