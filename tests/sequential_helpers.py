@@ -83,3 +83,25 @@ def load_benchmark(name: str):
         sys.modules[key] = module
         spec.loader.exec_module(module)
     return sys.modules[key]
+
+
+# The tiny stage-4 run the trainer tests share (FAKE_PIXELS, VaeEncodedRollouts, 6-step slices).
+TINY_TRAINING = dict(
+    environment="FAKE_PIXELS",
+    rollouts_dataset="VaeEncodedRollouts",
+    batch_size=4,
+    sequence_length=6,
+    learning_rate=1e-3,
+    save_every_n_steps=2,
+    validation_steps=1,
+    run_flags={"test": True},
+)
+
+
+def train_tiny(model_dir, steps: int, model: str, **overrides):
+    """`train_sequential_model` of `model` for `steps` steps at TINY_TRAINING's settings."""
+    from rl755.models.common import train_sequential
+
+    args = dict(TINY_TRAINING, model_dir=str(model_dir), train_steps=steps, model=model)
+    args.update(overrides)
+    return train_sequential.train_sequential_model(**args)

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from sequential_helpers import A, Z, fake_model, fixed_slices, write_encoded_dataset
+from sequential_helpers import A, Z, fake_model, fixed_slices, train_tiny, write_encoded_dataset
 
 from rl755.common import checkpoints
 from rl755.models.common import sequential_loop as loop
@@ -148,21 +148,7 @@ def test_mixed_training_resumes_exactly(tmp_path):
 
 
 def _train(model_dir, steps, **kw):
-    args = dict(
-        model_dir=str(model_dir),
-        train_steps=steps,
-        environment="FAKE_PIXELS",
-        model=NAME,
-        rollouts_dataset="VaeEncodedRollouts",
-        batch_size=4,
-        sequence_length=6,
-        learning_rate=1e-3,
-        save_every_n_steps=2,
-        validation_steps=1,
-        run_flags={"test": True},
-    )
-    args.update(kw)
-    return ts.train_sequential_model(**args)
+    return train_tiny(model_dir, steps, kw.pop("model", NAME), **kw)
 
 
 def test_infilling_pretraining_then_autoregressive_in_one_model_dir(tmp_path):

@@ -8,7 +8,7 @@ import faiss
 import numpy as np
 import pytest
 import tensorflow as tf
-from sequential_helpers import A, Z, fake_model, write_encoded_dataset
+from sequential_helpers import TINY_TRAINING, A, Z, fake_model, write_encoded_dataset
 
 from rl755.common import checkpoints
 from rl755.data import registry
@@ -126,17 +126,7 @@ def trained(tmp_path):
     """A tiny retrieval model trained 2 steps by the stage function, and its data."""
     builder = _builder(tmp_path / "data" / "fake" / "encoded_rollouts" / "vae", steps=12)
     model_dir = tmp_path / "models" / "retrieval"
-    kw = dict(
-        environment="FAKE_PIXELS",
-        model=NAME,
-        rollouts_dataset="VaeEncodedRollouts",
-        batch_size=4,
-        sequence_length=6,
-        learning_rate=1e-3,
-        save_every_n_steps=2,
-        validation_steps=1,
-        run_flags={"test": True},
-    )
+    kw = dict(TINY_TRAINING, model=NAME)
     first = ts.train_sequential_model(model_dir=str(model_dir), train_steps=2, **kw)
     return builder, model_dir, first, kw
 

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from sequential_helpers import Z, fake_model, fixed_slices, write_encoded_dataset
+from sequential_helpers import Z, fake_model, fixed_slices, train_tiny, write_encoded_dataset
 
 from rl755.common import checkpoints
 from rl755.common.errors import NonFiniteLossError
@@ -28,21 +28,7 @@ def encoded_dir(tmp_path):
 
 
 def _train(model_dir, steps, **kw):
-    args = dict(
-        model_dir=str(model_dir),
-        train_steps=steps,
-        environment="FAKE_PIXELS",
-        model="mdn_rnn.mdn_rnn_with_heads",
-        rollouts_dataset="VaeEncodedRollouts",
-        batch_size=4,
-        sequence_length=6,
-        learning_rate=1e-3,
-        save_every_n_steps=2,
-        validation_steps=1,
-        run_flags={"test": True},
-    )
-    args.update(kw)
-    return ts.train_sequential_model(**args)
+    return train_tiny(model_dir, steps, kw.pop("model", "mdn_rnn.mdn_rnn_with_heads"), **kw)
 
 
 def _steps(model_dir):

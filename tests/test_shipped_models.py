@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 from encoder_helpers import write_raw_rollouts
-from sequential_helpers import write_encoded_dataset
+from sequential_helpers import train_tiny, write_encoded_dataset
 
 from rl755 import zoo
 from rl755.common.errors import BadInput
@@ -33,7 +33,6 @@ def trained(tmp_path_factory):
     from rl755.controller.cma_train import CmaConfig, PoolConfig, train_controller
     from rl755.controller.evaluate import evaluate_controller
     from rl755.models.common.train_encoder import train_obs_encoder
-    from rl755.models.common.train_sequential import train_sequential_model
 
     root = tmp_path_factory.mktemp("trained")
     models = root / "models" / "fake"
@@ -58,18 +57,12 @@ def trained(tmp_path_factory):
             run_flags={"train_steps": 4, "batch_size": 8, "representation_size": 4},
         )
         write_encoded_dataset(root / "data" / "fake" / "encoded_rollouts" / ENCODER)
-        train_sequential_model(
-            model_dir=str(models / SEQUENTIAL),
-            train_steps=4,
+        train_tiny(
+            models / SEQUENTIAL,
+            4,
+            "mdn_rnn.mdn_rnn",
             environment=ENV,
-            model="mdn_rnn.mdn_rnn",
             rollouts_dataset="RawRolloutVae4ld",
-            batch_size=4,
-            sequence_length=6,
-            learning_rate=1e-3,
-            save_every_n_steps=2,
-            validation_steps=1,
-            run_flags={"test": True},
         )
         train_controller(
             environment=ENV,
