@@ -308,3 +308,33 @@ def test_old_format_model_dirs_load_but_do_not_resume(tmp_path):
             fake_model("lstm.deterministic_lstm"), fixed_slices(), model_dir=str(model_dir),
             train_steps=9, batch_size=2, learning_rate=1e-3, validation_steps=0,
         )  # fmt: skip
+
+
+def test_benchmark_reference_is_the_trainers_computation(tmp_path):
+    """benchmarks/sequential_training.py times the trainer against a plain step: both must
+    compute the same losses and updates (masks, MDN NLL, heads, Adam), step after step."""
+    from sequential_helpers import load_benchmark
+
+    bench = load_benchmark("sequential_training")
+    data = bench.synthetic_slices(batch_size=4, length=6, z=Z, a=3)
+    assert (data["mask"] == 0).any() and (data["target_mask"] != data["mask"]).any()
+    model_fn = fake_model("mdn_rnn.mdn_rnn_with_heads")
+    steps = 3
+    tf.keras.utils.set_random_seed(0)
+    r = loop.fit_sequential_model(
+        model_fn,
+        lambda split: tf.data.Dataset.from_tensor_slices(data).repeat(),
+        model_dir=str(tmp_path),
+        train_steps=steps,
+        batch_size=4,
+        learning_rate=bench.LEARNING_RATE,
+        validation_steps=0,
+    )
+    tf.keras.utils.set_random_seed(0)
+    reference = bench.Reference(model_fn)
+    batches = [{k: tf.constant(v[i : i + 4]) for k, v in data.items()} for i in range(0, 16, 4)]
+    losses = [float(reference.step(batches[i])) for i in range(steps)]
+    np.testing.assert_allclose(losses, r["train_losses"], rtol=1e-5)
+    trained = ts.load_trained_model(str(tmp_path), model_fn)
+    for a, b in zip(trained.weights, reference.model.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
