@@ -35,17 +35,23 @@ from rl755.common import tf_setup
 tf_setup.quiet()
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("batch_size", 16, "Sequences per batch.")
-flags.DEFINE_integer("sequence_length", 32, "Steps per sequence.")
-flags.DEFINE_integer("steps", 10, "Timed steps per block.")
-flags.DEFINE_integer("warm", 2, "Untimed steps at the start of every block.")
-flags.DEFINE_integer("rounds", 5, "Blocks of each side, alternating.")
-flags.DEFINE_list(
-    "models",
-    ["mdn_rnn.mdn_rnn", "mdn_rnn.mdn_rnn_with_heads", "lstm.deterministic_lstm"],
-    "rl755.models.catalogue names to measure (CAR_RACING sizes).",
-)
-flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size.")
+
+
+def define_flags():
+    """The command line's flags (defined only when run as a script, so tests can import this
+    module beside other benchmarks)."""
+    flags.DEFINE_integer("batch_size", 16, "Sequences per batch.")
+    flags.DEFINE_integer("sequence_length", 32, "Steps per sequence.")
+    flags.DEFINE_integer("steps", 10, "Timed steps per block.")
+    flags.DEFINE_integer("warm", 2, "Untimed steps at the start of every block.")
+    flags.DEFINE_integer("rounds", 5, "Blocks of each side, alternating.")
+    flags.DEFINE_list(
+        "models",
+        ["mdn_rnn.mdn_rnn", "mdn_rnn.mdn_rnn_with_heads", "lstm.deterministic_lstm"],
+        "rl755.models.catalogue names to measure (CAR_RACING sizes).",
+    )
+    flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size.")
+
 
 LEARNING_RATE = 1e-4
 Z, A = 32, 3
@@ -164,4 +170,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
