@@ -7,8 +7,9 @@ import tensorflow as tf
 from sequential_helpers import fake_model
 
 from rl755.models.common import sequential_models as sm
+from rl755.models.common.lstm import LstmBackbone
 from rl755.models.common.sequential import SequentialModel
-from rl755.models.common.sequential_heads import MixtureDensityHead
+from rl755.models.common.sequential_heads import MixtureDensityHead, mixture_log_prob
 
 Z, A = 4, 3
 
@@ -89,6 +90,59 @@ def test_mdn_loss_finite_on_extreme_outputs_and_targets():
     perfect = dict(extreme, mdn_locs=tf.fill(shape, 1e6))
     low = head.per_position_loss(targets, perfect).numpy()
     assert np.all(np.isfinite(low)) and np.all(low >= np.log(head.min_scale) - 1.0)
+
+
+def test_mdn_loss_is_tfps_mixture_log_prob():
+    """The training loss writes the mixture NLL out; it must equal TFP's MixtureSameFamily."""
+    head = MixtureDensityHead(Z, num_components=5)
+    rng = np.random.default_rng(0)
+    shape = [3, 7, Z, 5]
+    outputs = {
+        "mdn_logits": tf.constant(rng.normal(0, 3, shape), tf.float32),
+        "mdn_locs": tf.constant(rng.normal(0, 2, shape), tf.float32),
+        "mdn_scales": tf.constant(np.exp(rng.normal(-1, 1.5, shape)) + 1e-3, tf.float32),
+    }
+    targets = tf.constant(rng.normal(0, 3, shape[:-1]), tf.float32)
+    want = head.distribution(outputs).log_prob(targets).numpy()
+    got = mixture_log_prob(outputs, targets).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        head.per_position_loss(targets, outputs).numpy(), -want.mean(-1), rtol=1e-5, atol=1e-5
+    )
+
+
+def _lstm_pair(units=8, inputs=Z + A):
+    """Two LSTM backbones with the same weights: Keras' layer and the CPU sequence kernel."""
+    keras_lstm = LstmBackbone(units, sequence_kernel=False)
+    kernel = LstmBackbone(units, sequence_kernel=True)
+    keras_lstm.build([None, None, inputs])
+    kernel.build([None, None, inputs])
+    rng = np.random.default_rng(1)
+    for a, b in zip(keras_lstm.weights, kernel.weights):
+        value = rng.normal(0, 0.5, a.shape).astype(np.float32)
+        a.assign(value)
+        b.assign(value)
+    return keras_lstm, kernel
+
+
+def test_lstm_sequence_kernel_equals_keras_lstm_values_and_gradients():
+    """Padding at the end and a gap inside a sequence: outputs and every gradient agree."""
+    keras_lstm, kernel = _lstm_pair()
+    x = tf.constant(np.random.default_rng(2).normal(size=(3, 9, Z + A)), tf.float32)
+    mask = np.ones((3, 9), np.float32)
+    mask[0, 6:] = 0
+    mask[1, 2:4] = 0
+    weights = tf.constant(np.random.default_rng(3).normal(size=(3, 9, 8)), tf.float32)
+    results = []
+    for layer in (keras_lstm, kernel):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            h = layer(x, mask=tf.constant(mask))
+            loss = tf.reduce_sum(tf.tanh(h) * weights)
+        grads = tape.gradient(loss, [x, *layer.trainable_variables])
+        results.append([h, *grads])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_mdn_rnn_loss_and_gradients_finite_on_extreme_inputs():

@@ -121,7 +121,8 @@ def test_two_devices_give_the_same_losses_as_one(tmp_path):
         from sequential_helpers import fake_model, fixed_slices
         out = {{}}
         for name, fn in [
-            ("transformer", fake_model("transformer.base_deterministic_transformer_with_heads"))
+            ("transformer", fake_model("transformer.base_deterministic_transformer_with_heads")),
+            ("mdn", fake_model("mdn_rnn.mdn_rnn_with_heads")),
         ]:
             for n in (1, 2):
                 tf.keras.utils.set_random_seed(0)
@@ -145,6 +146,8 @@ def test_two_devices_give_the_same_losses_as_one(tmp_path):
     # All three loss terms (z, reward, done) and the padding mask are in play.
     assert len(out["transformer2"]) == 3
     np.testing.assert_allclose(out["transformer2"], out["transformer1"], rtol=1e-4)
+    # The MDN-RNN: its CPU LSTM kernel and XLA-compiled loss on each replica.
+    np.testing.assert_allclose(out["mdn2"], out["mdn1"], rtol=1e-4)
 
 
 def test_difference_targets_and_sample_observations_reach_the_batches(encoded_dir):
@@ -308,3 +311,53 @@ def test_old_format_model_dirs_load_but_do_not_resume(tmp_path):
             fake_model("lstm.deterministic_lstm"), fixed_slices(), model_dir=str(model_dir),
             train_steps=9, batch_size=2, learning_rate=1e-3, validation_steps=0,
         )  # fmt: skip
+
+
+def test_benchmark_reference_is_the_trainers_computation(tmp_path):
+    """benchmarks/sequential_training.py times the trainer against a plain step: both must
+    compute the same losses and updates (masks, MDN NLL, heads, Adam), step after step."""
+    from sequential_helpers import load_benchmark
+
+    bench = load_benchmark("sequential_training")
+    data = bench.synthetic_slices(batch_size=4, length=6, z=Z, a=3)
+    assert (data["mask"] == 0).any() and (data["target_mask"] != data["mask"]).any()
+    model_fn = fake_model("mdn_rnn.mdn_rnn_with_heads")
+    steps = 3
+    tf.keras.utils.set_random_seed(0)
+    r = loop.fit_sequential_model(
+        model_fn,
+        lambda split: tf.data.Dataset.from_tensor_slices(data).repeat(),
+        model_dir=str(tmp_path),
+        train_steps=steps,
+        batch_size=4,
+        learning_rate=bench.LEARNING_RATE,
+        validation_steps=0,
+    )
+    tf.keras.utils.set_random_seed(0)
+    reference = bench.Reference(model_fn)
+    batches = [{k: tf.constant(v[i : i + 4]) for k, v in data.items()} for i in range(0, 16, 4)]
+    losses = [float(reference.step(batches[i])) for i in range(steps)]
+    np.testing.assert_allclose(losses, r["train_losses"], rtol=1e-5)
+    trained = ts.load_trained_model(str(tmp_path), model_fn)
+    for a, b in zip(trained.weights, reference.model.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_xla_compiled_training_gives_the_same_losses(tmp_path):
+    """The MDN-RNN's loss and gradients compile with XLA on CPUs by default (model.xla_training):
+    the same losses and weights as without, and the choice can be forced off."""
+    model_fn = fake_model("mdn_rnn.mdn_rnn_with_heads")
+    assert model_fn().xla_training
+    assert not fake_model("transformer.tiny_deterministic_transformer")().xla_training
+    kw = dict(dataset_fn=fixed_slices(n=8, length=6), train_steps=3, batch_size=4)
+    kw.update(learning_rate=1e-2, validation_steps=0)
+    runs = {}
+    for jit in (None, False):
+        tf.keras.utils.set_random_seed(0)
+        d = str(tmp_path / str(jit))
+        runs[jit] = loop.fit_sequential_model(model_fn, model_dir=d, jit_compile=jit, **kw)
+    np.testing.assert_allclose(runs[None]["train_losses"], runs[False]["train_losses"], rtol=1e-5)
+    a = ts.load_trained_model(str(tmp_path / "None"), model_fn)
+    b = ts.load_trained_model(str(tmp_path / "False"), model_fn)
+    for va, vb in zip(a.weights, b.weights):
+        np.testing.assert_allclose(va.numpy(), vb.numpy(), rtol=1e-4, atol=1e-5)

@@ -62,6 +62,13 @@ class SequentialModel(keras.Model, abc.ABC):
     needs_rollout_ids: bool = False
 
     @property
+    def xla_training(self) -> bool:
+        """True when the trainer should compile the model's loss and gradients with XLA
+        (`fit_sequential_model(jit_compile=None)`): measured faster and giving the same
+        losses. False by default."""
+        return False
+
+    @property
     @abc.abstractmethod
     def representation_size(self) -> int:
         """Z."""

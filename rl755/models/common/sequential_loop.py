@@ -146,11 +146,13 @@ def fit_sequential_model(
     model_info: dict | None = None,
     hparams: dict | None = None,
     task: str | sequential_tasks.TrainingTask = sequential_tasks.AUTOREGRESSIVE,
+    jit_compile: bool | None = None,
 ) -> dict:
     """Trains until `train_steps` steps in total (resuming from model_dir's newest checkpoint).
 
     `model_info` goes into every checkpoint's marker (what was trained); `hparams` (the run's
-    flags, default: the arguments) into TensorBoard.
+    flags, default: the arguments) into TensorBoard. `jit_compile`: compile each replica's
+    loss and gradients with XLA (None: when the model says it gains, `model.xla_training`).
     Returns {"start_step", "step", "replicas", "train_losses": [per-step loss of this run],
     "step_seconds": [wall time of each step],
     "last_terms": {term: value}, "validation": {term: value} (last), "checkpoint": path}.
@@ -236,8 +238,20 @@ def fit_sequential_model(
         val_ds = val_ds.batch(batch_size, drop_remainder=True)
         val_iter = iter(strategy.experimental_distribute_dataset(val_ds.with_options(options)))
 
+    if jit_compile is None:
+        jit_compile = bool(getattr(model, "xla_training", False))
+    logging.info("Loss and gradients compiled with XLA: %s.", jit_compile)
+
+    def loss_sums(batch, step, training):
+        return model.task_loss_sums(batch, task, step, training=training)
+
+    if jit_compile:
+        # The model's part only: the cross-replica sums and the optimizer stay outside XLA.
+        loss_sums = tf.function(loss_sums, jit_compile=True)
+
     def replica_losses(batch, training):
-        sums, counts = model.task_loss_sums(batch, task, optimizer.iterations, training=training)
+        step = tf.convert_to_tensor(optimizer.iterations)
+        sums, counts = loss_sums(batch, step, training)
         counts = tf.distribute.get_replica_context().all_reduce("sum", counts)
         terms = {k: sums[k] / tf.maximum(counts[k], 1.0) for k in sums}
         return model.combine_loss_terms(terms), terms
