@@ -62,7 +62,8 @@ def test_cma_improves_a_controller(tmp_path):
 
     seeds = eval_seeds(cfg.seed, cfg.eval_episodes)
     base = RealEvaluator(spec, ENV.make_fn()).evaluate(np.zeros((8, 9)), seeds, 24)["returns"]
-    assert out["evals"][-1]["mean"] > np.mean(base) + 4.0, (out["evals"], base, zero["mean"])
+    last = _of(out, "best_member")[-1]["mean"]
+    assert last > np.mean(base) + 4.0, (out["evals"], base, zero["mean"])
     d = tmp_path / "c"
     for name in (
         "model-006.json",
@@ -127,9 +128,9 @@ def test_dream_mode_trains_inside_the_model_and_logs_the_gap(tmp_path):
     out = run_cma_es(
         exact_spec(),
         str(tmp_path / "d"),
-        small(mode="dream", generations=4, eval_every=2, eval_episodes=4, dream_initial_states=8),
+        small(mode="dream", generations=6, eval_every=3, eval_episodes=4, dream_initial_states=8),
     )
-    assert out["generation"] == 4 and len(out["evals"]) == 2
+    assert out["generation"] == 6 and len(out["evals"]) == 4  # best member + CMA mean, twice
     assert out["history"][-1]["mean"] > out["history"][0]["mean"]
     meta = json.loads((tmp_path / "d" / "controller.json").read_text())
     assert meta["mode"] == "dream" and meta["temperature"] == 1.0  # what dream_gap.py reads
@@ -370,10 +371,11 @@ def test_collect_rollouts_with_a_trained_controller(tmp_path):
 
 # ---- what is saved, and on which seeds (each checked against a replay) -------------------------
 def _selection_run(tmp_path, eval_every):
-    """Seed 1: the best real evaluation (of 3) is the middle one, and the best training
-    fitness is reached in generation 5 of 6, so neither "first" nor "last" is the best."""
+    """Seed 2: the best real evaluation (of 6: best member and CMA mean, 3 times) is neither
+    the first nor the last, and the best training fitness is reached in neither the first nor
+    the last generation, so neither "first" nor "last" is the best."""
     spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
-    cfg = small(population_size=6, trials_per_member=2, sigma=1.0, seed=1)
+    cfg = small(population_size=6, trials_per_member=2, sigma=1.0, seed=2)
     cfg.eval_every, cfg.eval_episodes = eval_every, 3
     out = run_cma_es(spec, str(tmp_path / f"c{eval_every}"), cfg)
     return spec, cfg, out, saved.load_trained_controller(str(tmp_path / f"c{eval_every}"))
@@ -386,20 +388,37 @@ def _replay(spec, params, seeds, max_steps=24):
     return np.mean(RealEvaluator(spec, ENV.make_fn()).evaluate(jobs, seeds, max_steps)["returns"])
 
 
+def _of(out, candidate):
+    """The run's evaluations of one candidate ("best_member" or "cma_mean")."""
+    return [e for e in out["evals"] if e["candidate"] == candidate]
+
+
 def test_the_saved_controller_is_the_best_real_evaluation(tmp_path):
+    from rl755.controller import cma_state
     from rl755.controller.cma_config import eval_seeds
 
     spec, cfg, out, trained = _selection_run(tmp_path, eval_every=2)  # evaluates 3 times
+    assert [(e["generation"], e["candidate"]) for e in out["evals"]] == [
+        (g, c) for g in (2, 4, 6) for c in ("best_member", "cma_mean")
+    ]
     means = [e["mean"] for e in out["evals"]]
-    assert [e["generation"] for e in out["evals"]] == [2, 4, 6]
     best = int(np.argmax(means))
-    assert best not in (0, len(means) - 1) and len(set(means)) == 3, means
+    assert best not in (0, len(means) - 1) and len(set(means)) == len(means), means
     np.testing.assert_array_equal(trained.params, out["evals"][best]["params"])
     assert trained.meta["score_source"] == "real_evaluation"
     assert trained.meta["score"] == means[best]
     assert trained.meta["generation"] == out["evals"][best]["generation"]
     # The recorded score is what these parameters play on the fixed evaluation seeds.
-    assert _replay(spec, trained.params, eval_seeds(cfg.seed, 3)) == pytest.approx(means[best])
+    seeds = eval_seeds(cfg.seed, 3)
+    assert _replay(spec, trained.params, seeds) == pytest.approx(means[best])
+    # The "cma_mean" candidate is the CMA-ES mean after its generation, and plays its score.
+    last = _of(out, "cma_mean")[-1]
+    np.testing.assert_allclose(
+        last["params"], cma_state.load_state(str(tmp_path / "c2"))["es"].mean
+    )
+    assert _replay(spec, last["params"], seeds) == pytest.approx(last["mean"])
+    member = _of(out, "best_member")[-1]
+    assert not np.allclose(member["params"], last["params"])
 
 
 def test_without_evaluations_the_best_training_member_is_saved(tmp_path):
@@ -433,8 +452,12 @@ def test_bookkeeping_matches_the_history(tmp_path):
         assert h["worst"] <= h["mean"] <= h["best"]
         assert h["steps"] == pytest.approx(h["steps_per_s"] * h["seconds"], rel=1e-6)
     validation = tensorboard.read_dir(d / "tensorboard" / "validation")
-    want = [(e["generation"], e["mean"]) for e in out["evals"]]
-    np.testing.assert_allclose(np.array(validation["eval/real_mean"]), np.array(want), rtol=1e-6)
+    for key, candidate in (
+        ("eval/real_mean", "best_member"),
+        ("eval/cma_mean_real_mean", "cma_mean"),
+    ):
+        want = [(e["generation"], e["mean"]) for e in _of(out, candidate)]
+        np.testing.assert_allclose(np.array(validation[key]), np.array(want), rtol=1e-6)
     from rl755.controller import cma_state
 
     state = cma_state.load_state(str(d))
@@ -453,7 +476,7 @@ def test_dream_to_real_gap_is_dream_fitness_minus_real_score(tmp_path):
     ]
     want = [
         (e["generation"], out["history"][e["generation"] - 1]["best"] - e["mean"])
-        for e in out["evals"]
+        for e in _of(out, "best_member")
     ]
     np.testing.assert_allclose(np.array(gap), np.array(want), rtol=1e-5, atol=1e-5)
 

@@ -54,7 +54,43 @@ def test_actions_squashed_into_the_action_box(name):
     assert np.all(a >= [-1, 0, 0]) and np.all(a <= [1, 1, 1])
     assert a[..., 0].min() < -0.99 and a[..., 0].max() > 0.99  # steering uses the full range
     zero = ctrl.act(np.zeros((1, ctrl.num_params)), inputs[:1])
-    np.testing.assert_allclose(zero[0, 0], [0.0, 0.5, 0.5], atol=1e-6)  # tanh, (tanh + 1) / 2
+    # World Models: steering tanh, gas (tanh + 1) / 2, brake clip(tanh, 0, 1).
+    np.testing.assert_allclose(zero[0, 0], [0.0, 0.5, 0.0], atol=1e-6)
+    assert np.mean(a[..., 2] == 0.0) > 0.3  # a negative output is no brake at all
+    assert a[..., 2].max() > 0.99
+
+
+def test_clipped_and_scaled_dimensions_follow_their_formulas():
+    ctrl = controllers.LinearController(1, 2, (-1.0, 0.0), (1.0, 1.0), ("clipped", "clipped"))
+    y = np.array([-2.0, -0.3, 0.0, 0.4, 3.0])
+    params = np.array([[1.0, 1.0, 0.0, 0.0]])  # W = [[1, 1]], b = 0: both outputs are y
+    a = ctrl.act(params, y.reshape(1, -1, 1))[0]
+    np.testing.assert_allclose(a[:, 0], np.tanh(y), rtol=1e-6)  # [-1, 1]: clip is a no-op
+    np.testing.assert_allclose(a[:, 1], np.clip(np.tanh(y), 0, 1), rtol=1e-6)
+    scaled = controllers.LinearController(1, 2, (-1.0, 0.0), (1.0, 1.0))
+    np.testing.assert_allclose(
+        scaled.act(params, y.reshape(1, -1, 1))[0, :, 1], (np.tanh(y) + 1) / 2, rtol=1e-6
+    )
+    assert scaled.config() == {"action_squash": ["scaled", "scaled"]}
+    with pytest.raises(ValueError, match="one of .*scaled.*per action dimension"):
+        controllers.LinearController(1, 2, (-1.0, 0.0), (1.0, 1.0), ("clipped", "tanh"))
+
+
+def test_a_controller_saved_before_action_squash_keeps_scaling_every_dimension():
+    from rl755.controller.saved import saved_controller_kwargs
+
+    old = {"controller_kwargs": {}, "action_size": 3}
+    assert saved_controller_kwargs(old)["action_squash"] == ("scaled",) * 3
+    new = {
+        "controller_kwargs": {"action_squash": ["scaled", "scaled", "clipped"]},
+        "action_size": 3,
+    }
+    assert saved_controller_kwargs(new)["action_squash"] == ("scaled", "scaled", "clipped")
+    ctrl = controllers.make_controller(
+        "LinearController", 2, Environments.CAR_RACING, **saved_controller_kwargs(old)
+    )
+    zero = ctrl.act(np.zeros((1, ctrl.num_params)), np.ones((1, 1, 2)))
+    np.testing.assert_allclose(zero[0, 0], [0.0, 0.5, 0.5], atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["LinearController", "HiddenLayerController"])

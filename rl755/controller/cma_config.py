@@ -39,7 +39,8 @@ class CmaConfig:
     done_threshold: dream episode ends: 0 draws Bernoulli(done_prob) each step; p > 0 ends an
       episode as soon as done_prob > p (World Models' Doom dream ~ 0.09 with an unweighted
       head; rl755.controller.dream_eval).
-    eval_every: real evaluation of the best member every this many generations (0: never).
+    eval_every: real evaluation of the generation's best member and of the CMA-ES mean every
+      this many generations (0: never); the saved controller is the best evaluated one.
     eval_episodes: episodes of that evaluation.
     dream_initial_states: K real reset frames encoded as dream starting points.
     """

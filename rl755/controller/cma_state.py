@@ -10,7 +10,8 @@ The state is a dict (what `rl755.controller.saved.select_params` reads):
     best_fitness     its fitness
     history          one record per generation {"generation", "mean", "best", "worst",
                      "steps", "seconds", "steps_per_s", "sigma"}
-    evals            one record per real evaluation {"generation", "mean", "std",
+    evals            one record per real evaluation of a candidate {"generation",
+                     "candidate" ("best_member" or "cma_mean"), "mean", "std",
                      "train_fitness", "params" float64 [N]}
 
 Saved after every generation as a checkpoint of rl755.common.checkpoints (the newest
@@ -213,16 +214,18 @@ def plot_learning_curve(path: str, history: list[dict], evals: list[dict], title
         alpha=0.15,
         label="population worst to best",
     )
-    if evals:
-        ax.errorbar(
-            [e["generation"] for e in evals],
-            [e["mean"] for e in evals],
-            yerr=[e["std"] for e in evals],
-            fmt="o",
-            color="k",
-            capsize=3,
-            label="best member, real episodes",
-        )
+    for candidate, fmt, color in (("best_member", "o", "k"), ("cma_mean", "s", "tab:red")):
+        points = [e for e in evals if e.get("candidate", "best_member") == candidate]
+        if points:
+            ax.errorbar(
+                [e["generation"] for e in points],
+                [e["mean"] for e in points],
+                yerr=[e["std"] for e in points],
+                fmt=fmt,
+                color=color,
+                capsize=3,
+                label=f"{candidate.replace('_', ' ')}, real episodes",
+            )
     ax.set_xlabel("generation")
     ax.set_ylabel("return")
     ax.set_title(title)

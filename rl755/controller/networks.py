@@ -8,9 +8,10 @@ environment's action box. Many parameter vectors are evaluated at once:
     actions = ctrl.act(params, inputs)               # params [P, N], inputs [P, B, D] -> [P, B, A]
 
 `act` works on numpy arrays (returns numpy) and on TF tensors (returns tensors, usable
-inside tf.function). Actions are squashed into [low, high] per dimension as in the paper:
-`low + (tanh(y) + 1) / 2 * (high - low)`, i.e. tanh for steering in [-1, 1] and
-(tanh + 1) / 2 for gas and brake in [0, 1].
+inside tf.function). Actions are squashed into [low, high] per dimension, each dimension
+by its `SQUASHES` entry (the environment's `controller_squash`): "scaled" is
+`low + (tanh(y) + 1) / 2 * (high - low)`, "clipped" is `clip(tanh(y), low, high)`. World
+Models' CarRacing: tanh for steering, (tanh + 1) / 2 for gas, clip(tanh, 0, 1) for brake.
 
 `--controller` resolves strictly by class name in this module (`controller_names()`).
 """
@@ -29,6 +30,10 @@ def _xp(x):
     return np if isinstance(x, np.ndarray) else tf
 
 
+# Per action dimension: how tanh(y) in [-1, 1] becomes an action in [low, high].
+SQUASHES = ("scaled", "clipped")
+
+
 class Controller(abc.ABC):
     """A parametric map features [D] -> action [A] with a flat parameter vector [N].
 
@@ -36,9 +41,12 @@ class Controller(abc.ABC):
       input_size: D, the feature size (e.g. Z + H).
       action_size: A.
       action_low, action_high: float32 [A] bounds of the action box.
+      action_squash: per dimension, a `SQUASHES` name (None: all "scaled").
     """
 
-    def __init__(self, input_size: int, action_size: int, action_low, action_high):
+    def __init__(
+        self, input_size: int, action_size: int, action_low, action_high, action_squash=None
+    ):
         if input_size <= 0 or action_size <= 0:
             raise ValueError(
                 f"input_size ({input_size}) and action_size ({action_size}) must be > 0."
@@ -51,6 +59,14 @@ class Controller(abc.ABC):
             raise ValueError(f"action_high {high} must exceed action_low {low} everywhere.")
         self.action_low = low.copy()
         self.action_high = high.copy()
+        squash = tuple(action_squash or ("scaled",) * self.action_size)
+        if len(squash) != self.action_size or not set(squash) <= set(SQUASHES):
+            raise ValueError(
+                f"action_squash {squash} must give one of {SQUASHES} per action dimension "
+                f"({self.action_size})."
+            )
+        self.action_squash = squash
+        self._clipped = np.array([s == "clipped" for s in squash])
 
     @property
     @abc.abstractmethod
@@ -63,7 +79,7 @@ class Controller(abc.ABC):
 
     def config(self) -> dict:
         """Constructor keyword arguments besides the sizes and bounds (for saving)."""
-        return {}
+        return {"action_squash": list(self.action_squash)}
 
     def act(self, params, inputs):
         """params [P, N], inputs [P, B, D] -> actions [P, B, A] inside [low, high]."""
@@ -81,9 +97,15 @@ class Controller(abc.ABC):
         else:
             params = tf.cast(params, tf.float32)
             inputs = tf.cast(inputs, tf.float32)
-        y = self._pre_activation(params, inputs)
-        scale = (self.action_high - self.action_low) / 2.0
-        return self.action_low + (xp.tanh(y) + 1.0) * scale
+        t = xp.tanh(self._pre_activation(params, inputs))
+        scaled = self.action_low + (t + 1.0) * ((self.action_high - self.action_low) / 2.0)
+        if not self._clipped.any():
+            return scaled
+        if xp is np:
+            clipped = np.clip(t, self.action_low, self.action_high)
+        else:
+            clipped = tf.clip_by_value(t, self.action_low, self.action_high)
+        return xp.where(self._clipped, clipped, scaled)
 
     def act_single(self, params, features):
         """params [N], features [D] -> action [A] (numpy; convenience for one agent)."""
@@ -127,14 +149,22 @@ class HiddenLayerController(Controller):
     World Models "z + 40-unit hidden layer": D = 32, hidden_units = 40, A = 3 -> 1,443 params.
     """
 
-    def __init__(self, input_size, action_size, action_low, action_high, hidden_units: int = 40):
-        super().__init__(input_size, action_size, action_low, action_high)
+    def __init__(
+        self,
+        input_size,
+        action_size,
+        action_low,
+        action_high,
+        hidden_units: int = 40,
+        action_squash=None,
+    ):
+        super().__init__(input_size, action_size, action_low, action_high, action_squash)
         if hidden_units <= 0:
             raise ValueError(f"hidden_units must be > 0, got {hidden_units}.")
         self.hidden_units = int(hidden_units)
 
     def config(self) -> dict:
-        return {"hidden_units": self.hidden_units}
+        return {**super().config(), "hidden_units": self.hidden_units}
 
     @property
     def num_params(self) -> int:
@@ -196,6 +226,7 @@ def make_controller(
         action_size = action_size or int(math.prod(environment.action_shape))
         action_low = environment.action_low if action_low is None else action_low
         action_high = environment.action_high if action_high is None else action_high
+        kwargs.setdefault("action_squash", environment.controller_squash)
     if action_low is None or action_high is None or action_size is None:
         raise ValueError("make_controller needs an environment or action_size/low/high.")
     return cls(input_size, action_size, action_low, action_high, **kwargs)

@@ -18,6 +18,7 @@ import dataclasses
 from rl755 import zoo
 from rl755.controller import networks as controllers_lib
 from rl755.controller.agent import AgentSpec
+from rl755.controller.saved import saved_controller_kwargs
 from rl755.environments import Environments
 
 NONE = "none"
@@ -138,7 +139,7 @@ def spec_for_trained(trained, encoder_fn=None, sequential_model_fn=None) -> Agen
     return AgentSpec(
         environment=env.name,
         controller=meta["controller"],
-        controller_kwargs=tuple(sorted(meta["controller_kwargs"].items())),
+        controller_kwargs=tuple(sorted(saved_controller_kwargs(meta).items())),
         encoder_fn=encoder_fn,
         sequential_model_fn=sequential_model_fn,
         encoder_name=meta["encoder"],

@@ -89,6 +89,17 @@ class TrainedController:
         return Environments.from_name(self.meta["environment"])
 
 
+def saved_controller_kwargs(meta: dict) -> dict:
+    """The constructor arguments a saved controller was trained with (`meta`: its
+    controller.json). Controllers saved before `action_squash` was recorded squashed every
+    dimension "scaled"; they keep doing so whatever their environment's default is now."""
+    kwargs = dict(meta["controller_kwargs"])
+    kwargs["action_squash"] = tuple(
+        kwargs.get("action_squash") or ("scaled",) * int(meta["action_size"])
+    )
+    return kwargs
+
+
 def load_trained_controller(model_dir: str, how_to_train: str | None = None) -> TrainedController:
     """Reads a controller model directory; fails clearly (with `how_to_train`) if it is not one."""
     model_dir = os.path.expanduser(str(model_dir))
@@ -104,7 +115,7 @@ def load_trained_controller(model_dir: str, how_to_train: str | None = None) -> 
     params = np.load(params_path)
     env = Environments.from_name(meta["environment"])
     controller = controllers_lib.make_controller(
-        meta["controller"], meta["input_size"], environment=env, **meta["controller_kwargs"]
+        meta["controller"], meta["input_size"], environment=env, **saved_controller_kwargs(meta)
     )
     if params.shape != (controller.num_params,):
         raise ValueError(

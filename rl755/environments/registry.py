@@ -49,6 +49,9 @@ class Environment:
     action_shape = _from_spec("action_shape")
     max_episode_steps = _from_spec("max_episode_steps")
     num_discrete_actions = _from_spec("num_discrete_actions")
+    controller_squash = _from_spec(
+        "controller_squash", "Per action dimension, how controllers squash into the box."
+    )
 
     @property
     def action_low(self) -> np.ndarray | None:

@@ -7,6 +7,7 @@ prints, and a new environment states only what differs from the defaults.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 
@@ -120,6 +121,10 @@ class EnvironmentSpec:
       action_low, action_high: per-dimension bounds of the action box (continuous envs).
       action_shape: shape of one stored action (float32).
       action_meanings: for discrete environments, the name of each action index.
+      controller_squash: how a controller maps its unbounded outputs y into the action box,
+        per dimension (`rl755.controller.networks.SQUASHES`): "scaled" (low + (tanh(y) + 1)
+        / 2 * (high - low)) or "clipped" (clip(tanh(y), low, high)); None: all "scaled".
+        World Models' CarRacing controller clips its brake, so a zero output means no brake.
       max_episode_steps: the environment's own time limit.
       make_kwargs: extra keyword arguments for `gym.make` or the constructor.
       register_module: module imported before `gym.make` (it registers the id), or None.
@@ -144,6 +149,7 @@ class EnvironmentSpec:
     action_high: tuple[float, ...] | None = None
     action_shape: tuple[int, ...] | None = None
     action_meanings: tuple[str, ...] | None = None
+    controller_squash: tuple[str, ...] | None = None
     max_episode_steps: int | None = None
     make_kwargs: tuple[tuple[str, Any], ...] = ()
     register_module: str | None = None
@@ -179,5 +185,12 @@ class EnvironmentSpec:
                 f"{self.name}: give num_discrete_actions, or action_low/action_high (or "
                 "action_shape) for a continuous environment."
             )
+        derive("controller_squash", ("scaled",) * int(math.prod(self.action_shape)))
+        if len(self.controller_squash) != int(math.prod(self.action_shape)):
+            raise ValueError(
+                f"{self.name}: controller_squash {self.controller_squash} needs one entry per "
+                f"action dimension ({int(math.prod(self.action_shape))})."
+            )
+        object.__setattr__(self, "controller_squash", tuple(self.controller_squash))
         object.__setattr__(self, "observation_shape", tuple(self.observation_shape))
         object.__setattr__(self, "action_shape", tuple(self.action_shape))

@@ -13,8 +13,14 @@ import tempfile
 from rl755.environments.spec import EnvironmentSpec, ModelPresets, TransformerSize
 
 _TOY_TRANSFORMER = TransformerSize(num_layers=2, model_dim=16, num_heads=2, window=8)
-# action = [steering in [-1, 1], gas in [0, 1], brake in [0, 1]]
-_STEERING_GAS_BRAKE = dict(action_low=(-1.0, 0.0, 0.0), action_high=(1.0, 1.0, 1.0))
+# action = [steering in [-1, 1], gas in [0, 1], brake in [0, 1]]. As in World Models, a
+# controller's brake is clip(tanh(y), 0, 1): zero outputs drive at half gas without braking
+# (a scaled brake would hold it at 0.5, and early CMA-ES generations barely move).
+_STEERING_GAS_BRAKE = dict(
+    action_low=(-1.0, 0.0, 0.0),
+    action_high=(1.0, 1.0, 1.0),
+    controller_squash=("scaled", "scaled", "clipped"),
+)
 
 ENVIRONMENTS: tuple[EnvironmentSpec, ...] = (
     EnvironmentSpec(

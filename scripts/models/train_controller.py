@@ -55,7 +55,11 @@ flags.DEFINE_bool(
     "The controller also reads the LSTM's memory cell c: [z, h, c] (World Models' Doom agent).",
 )
 flags.DEFINE_integer("dream_initial_states", 256, "Encoded real reset frames to start dreams.")
-flags.DEFINE_integer("eval_every", 25, "Real evaluation of the best member every N gens (0=off).")
+flags.DEFINE_integer(
+    "eval_every",
+    25,
+    "Real evaluation of the best member and the CMA-ES mean every N gens (0=off); the best evaluated is saved.",
+)
 flags.DEFINE_integer("eval_episodes", 16, "Episodes of that evaluation.")
 flags.DEFINE_integer("parallelism", 2, "Ray workers for real episodes (0: in-process, no Ray).")
 flags.DEFINE_integer("envs_per_worker", 4, "Environments per worker stepped with batched nets.")
