@@ -100,10 +100,26 @@ MUTATIONS = [
     dict(
         name="dream_gap_sign_flipped",
         file="rl755/controller/cma_train.py",
-        old='scalars["eval/dream_to_real_gap"] = record["best"] - evr["mean"]',
-        new='scalars["eval/dream_to_real_gap"] = evr["mean"] - record["best"]',
+        old='scalars["eval/dream_to_real_gap"] = record["best"] - best_member["mean"]',
+        new='scalars["eval/dream_to_real_gap"] = best_member["mean"] - record["best"]',
         tests=(f"{CT}::test_dream_to_real_gap_is_dream_fitness_minus_real_score",),
         what="TensorBoard's dream-to-real gap has the wrong sign",
+    ),
+    dict(
+        name="cma_mean_candidate_is_the_best_member",
+        file="rl755/controller/cma_train.py",
+        old='"cma_mean": es.mean}',
+        new='"cma_mean": solutions[best]}',
+        tests=(f"{CT}::test_the_saved_controller_is_the_best_real_evaluation",),
+        what="the CMA-ES mean candidate of a real evaluation is not the CMA-ES mean",
+    ),
+    dict(
+        name="brake_scaled_not_clipped",
+        file="rl755/controller/networks.py",
+        old='kwargs.setdefault("action_squash", environment.controller_squash)',
+        new="pass",
+        tests=(f"{CONTROLLERS}::test_actions_squashed_into_the_action_box",),
+        what="controllers ignore the environment's per-dimension squash (CarRacing's brake)",
     ),
     dict(
         name="tensorboard_best_logs_mean",
