@@ -172,12 +172,12 @@ _TINY_RESOURCES = _resources(
 
 
 PRESETS: dict[str, Preset] = {
-    # ~15 minutes on a 2-core CPU: enough to see every stage work and the controller beat
+    # ~16 minutes on a 2-core CPU: enough to see every stage work and the controller beat
     # the random policy; nowhere near the paper's score.
     "demo": _sized(
         "demo",
         _CAR_RACING,
-        description="CarRacing at a small size for a 2-core CPU (~15 min).",
+        description="CarRacing at a small size for a 2-core CPU (~16 min).",
         resources=_resources(
             dict(cpus=2, mem="4G", time="2:00:00"),
             dict(gpus=1, cpus=2, mem="8G", time="2:00:00"),
