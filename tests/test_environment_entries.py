@@ -264,7 +264,10 @@ def test_an_unreproducible_reset_is_said_in_words(registered):
         replay.assert_same_episode(undeclared, got, want, "two replays")
     msg = str(e.value)
     assert msg.startswith("UNSEEDED: two replays: the same seed and actions gave another episode")
-    assert "frames differ from step 0 on" in msg and "reproducible_reset=False" in msg
+    # Two fresh random starts can draw the same first frame (x is drawn on a 16-pixel frame),
+    # so the first differing step is 0 or a later one (CI once saw step 1).
+    assert re.search(r"frames differ from step \d+ on", msg), msg
+    assert "reproducible_reset=False" in msg
     assert len(msg) < 400  # words, not arrays
     declared = registered(
         dataclasses.replace(base, name="UNSEEDED_DECLARED", reproducible_reset=False)
