@@ -76,6 +76,23 @@ def test_clipped_and_scaled_dimensions_follow_their_formulas():
         controllers.LinearController(1, 2, (-1.0, 0.0), (1.0, 1.0), ("clipped", "tanh"))
 
 
+def test_an_environment_gives_one_squash_per_action_dimension():
+    from rl755.environments.spec import EnvironmentSpec
+
+    box = dict(observation_shape=(16, 16, 3), open_ai_name="X-v0")
+    spec = EnvironmentSpec("TWO_D", action_low=(0.0, 0.0), action_high=(1.0, 1.0), **box)
+    assert spec.controller_squash == ("scaled", "scaled")
+    assert Environments.CAR_RACING.controller_squash == ("scaled", "scaled", "clipped")
+    with pytest.raises(ValueError, match="TWO_D: controller_squash .* one entry per action dim"):
+        EnvironmentSpec(
+            "TWO_D",
+            action_low=(0.0, 0.0),
+            action_high=(1.0, 1.0),
+            controller_squash=("clipped",),
+            **box,
+        )
+
+
 def test_a_controller_saved_before_action_squash_keeps_scaling_every_dimension():
     from rl755.controller.saved import saved_controller_kwargs
 

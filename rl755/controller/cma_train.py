@@ -239,7 +239,7 @@ def run_cma_es(
                 },
             )
             if cfg.evaluates_at(gen + 1):
-                candidates = {"best_member": solutions[best], "cma_mean": es.mean}
+                candidates = {"best_member": solutions[best], "cma_mean": np.array(es.mean)}
                 best_member, cma_mean = _evaluate_candidates(real, cfg, candidates, record)
                 state["evals"] += [best_member, cma_mean]
                 scalars = {

@@ -185,11 +185,12 @@ class EnvironmentSpec:
                 f"{self.name}: give num_discrete_actions, or action_low/action_high (or "
                 "action_shape) for a continuous environment."
             )
-        derive("controller_squash", ("scaled",) * int(math.prod(self.action_shape)))
-        if len(self.controller_squash) != int(math.prod(self.action_shape)):
+        action_dims = int(math.prod(self.action_shape))
+        derive("controller_squash", ("scaled",) * action_dims)
+        if len(self.controller_squash) != action_dims:
             raise ValueError(
                 f"{self.name}: controller_squash {self.controller_squash} needs one entry per "
-                f"action dimension ({int(math.prod(self.action_shape))})."
+                f"action dimension ({action_dims})."
             )
         object.__setattr__(self, "controller_squash", tuple(self.controller_squash))
         object.__setattr__(self, "observation_shape", tuple(self.observation_shape))

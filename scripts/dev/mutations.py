@@ -108,7 +108,7 @@ MUTATIONS = [
     dict(
         name="cma_mean_candidate_is_the_best_member",
         file="rl755/controller/cma_train.py",
-        old='"cma_mean": es.mean}',
+        old='"cma_mean": np.array(es.mean)}',
         new='"cma_mean": solutions[best]}',
         tests=(f"{CT}::test_the_saved_controller_is_the_best_real_evaluation",),
         what="the CMA-ES mean candidate of a real evaluation is not the CMA-ES mean",
