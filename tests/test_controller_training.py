@@ -107,6 +107,49 @@ def test_rerun_resumes_generation_count_and_cma_state_exactly(tmp_path):
     np.testing.assert_array_equal(resumed["es"].pc, whole["es"].pc)
 
 
+def test_initial_params_start_cma_at_a_trained_controller(tmp_path):
+    """--initial_params: a new run's CMA-ES mean starts at a trained controller's parameters
+    (going on from a shipped controller on a new machine), so its first generation already
+    plays as well as the controller it starts from; a resumed run keeps its own mean."""
+    spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
+    trained = run_cma_es(spec, str(tmp_path / "a"), small(sigma=1.0, seed=0, generations=6))
+    params = np.load(tmp_path / "a" / saved.PARAMS_FILE)
+    fresh = run_cma_es(spec, str(tmp_path / "b"), small(sigma=0.05, seed=1, generations=1))
+    cfg = small(sigma=0.05, seed=1, generations=1, initial_params=str(tmp_path / "a"))
+    warm = run_cma_es(spec, str(tmp_path / "c"), cfg)
+    np.testing.assert_array_equal(warm["es"].x0, params)
+    assert warm["history"][0]["mean"] > fresh["history"][0]["mean"] + 2.0, (
+        warm["history"],
+        fresh["history"],
+        trained["history"][-1],
+    )
+    meta = json.loads((tmp_path / "c" / saved.META_FILE).read_text())
+    assert meta["initial_params"] == str(tmp_path / "a")
+    # Resuming ignores it: the checkpoint's mean goes on (another start would be refused
+    # silently otherwise).
+    other = cfg.__class__(**{**dataclasses.asdict(cfg), "generations": 2})
+    other.initial_params = str(tmp_path / "b" / saved.PARAMS_FILE)
+    again = run_cma_es(spec, str(tmp_path / "c"), other)
+    assert [h["mean"] for h in again["history"][:1]] == [warm["history"][0]["mean"]]
+    np.testing.assert_array_equal(again["es"].x0, params)
+
+
+def test_initial_params_of_another_shape_fail_naming_the_file(tmp_path):
+    run_cma_es(exact_spec(), str(tmp_path / "a"), small(generations=1))  # 21 parameters
+    v_only = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
+    cfg = small(generations=1, initial_params=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match=r"a/controller.json has input_size=.*same shape"):
+        run_cma_es(v_only, str(tmp_path / "b"), cfg)
+    np.save(tmp_path / "p.npy", np.zeros(5))
+    cfg = small(generations=1, initial_params=str(tmp_path / "p.npy"))
+    with pytest.raises(ValueError, match=r"p.npy holds \(5,\) parameters.*\(9,\)"):
+        run_cma_es(v_only, str(tmp_path / "c"), cfg)
+    cfg = small(generations=1, initial_params=str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="nowhere: no controller_params.npy"):
+        run_cma_es(v_only, str(tmp_path / "d"), cfg)
+    assert not (tmp_path / "d" / saved.PARAMS_FILE).exists()
+
+
 def test_old_format_checkpoint_is_not_resumed(tmp_path):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "checkpoint.pkl").write_bytes(b"old")

@@ -43,6 +43,9 @@ class CmaConfig:
       this many generations (0: never); the saved controller is the best evaluated one.
     eval_episodes: episodes of that evaluation.
     dream_initial_states: K real reset frames encoded as dream starting points.
+    initial_params: a controller to start from: its `controller_params.npy`, or the
+      directory (a trained controller's model_dir) holding one. CMA-ES's mean starts there
+      instead of at 0; a resumed run ignores it (its checkpoint holds the mean).
     """
 
     mode: str = "real"
@@ -57,6 +60,7 @@ class CmaConfig:
     eval_every: int = 25
     eval_episodes: int = 16
     dream_initial_states: int = 256
+    initial_params: str | None = None
 
     def validate(self) -> None:
         if self.mode not in MODES:

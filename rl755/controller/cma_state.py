@@ -108,16 +108,27 @@ def load_es(path: str):
     return es
 
 
-def new_state(num_params: int, sigma: float, population_size: int, seed: int, meta: dict):
-    """A fresh state: CMA-ES at 0 [N] with step size `sigma`."""
+def new_state(
+    num_params: int,
+    sigma: float,
+    population_size: int,
+    seed: int,
+    meta: dict,
+    x0: np.ndarray | None = None,
+):
+    """A fresh state: CMA-ES at `x0` [N] (default 0) with step size `sigma`."""
     import cma
+
+    x0 = np.zeros(num_params) if x0 is None else np.array(x0, np.float64)
+    if x0.shape != (num_params,):
+        raise ValueError(f"x0 has shape {x0.shape}; the controller has {num_params} parameters.")
 
     options = {"popsize": population_size, "seed": seed + 1, "verbose": -9}
     if covariance_kind(num_params) == "diagonal":
         options["CMA_diagonal"] = True
     return {
         "generation": 0,
-        "es": cma.CMAEvolutionStrategy(np.zeros(num_params), sigma, options),
+        "es": cma.CMAEvolutionStrategy(x0, sigma, options),
         "meta": dict(meta, cma_covariance=covariance_kind(num_params)),
         "population_size": population_size,
         "best_params": None,

@@ -82,7 +82,12 @@ def _resumable_state(model_dir: str, cfg: CmaConfig, meta: dict, input_size: int
     state = cma_state.load_state(model_dir)
     n = meta["num_params"]
     if state is None:
-        return cma_state.new_state(n, cfg.sigma, cfg.population_size, cfg.seed, meta)
+        x0 = None
+        if cfg.initial_params:
+            x0 = saved.load_initial_params(cfg.initial_params, meta)
+            meta = dict(meta, initial_params=os.path.abspath(cfg.initial_params))
+            log.info("CMA-ES starts at the parameters of %s.", cfg.initial_params)
+        return cma_state.new_state(n, cfg.sigma, cfg.population_size, cfg.seed, meta, x0=x0)
     old = state["meta"]
     if old["num_params"] != n or old["controller"] != meta["controller"]:
         raise ValueError(
@@ -96,6 +101,8 @@ def _resumable_state(model_dir: str, cfg: CmaConfig, meta: dict, input_size: int
             f"not {cfg.population_size}: keep --cma_population_size to resume."
         )
     log.info("Resuming %s at generation %d.", model_dir, state["generation"])
+    if cfg.initial_params:
+        log.info("--initial_params is not used: the checkpoint holds CMA-ES's mean.")
     return state
 
 

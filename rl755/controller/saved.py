@@ -70,6 +70,42 @@ def save_trained_controller(model_dir: str, ckpt: dict) -> None:
     sharded_io.write_json_atomic(os.path.join(model_dir, META_FILE), meta)
 
 
+def load_initial_params(path: str, meta: dict) -> np.ndarray:
+    """The parameters [N] a new CMA-ES run starts from (`--initial_params`): a
+    `controller_params.npy`, or a controller model_dir holding one. When a `controller.json` lies
+    beside it, its controller and input and action sizes must be this run's (`meta`:
+    `controller_meta`); the parameter count always must."""
+    path = os.path.expanduser(str(path))
+    file = os.path.join(path, PARAMS_FILE) if os.path.isdir(path) else path
+    if not os.path.isfile(file):
+        raise FileNotFoundError(
+            f"--initial_params={path}: no {PARAMS_FILE} there. Give a trained controller's "
+            f"model_dir (or its {PARAMS_FILE}), e.g. rl755/zoo/shipped/<env>/<controller>."
+        )
+    try:
+        params = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--initial_params: {file} is not a readable .npy file ({e}).") from e
+    meta_file = os.path.join(os.path.dirname(file), META_FILE)
+    if os.path.exists(meta_file):
+        with open(meta_file) as f:
+            theirs = json.load(f)
+        for key in ("controller", "input_size", "action_size"):
+            if theirs.get(key) != meta[key]:
+                raise ValueError(
+                    f"--initial_params: {meta_file} has {key}={theirs.get(key)!r}, this run "
+                    f"builds {key}={meta[key]!r}: start from a controller of the same shape "
+                    "(the same controller, encoder and sequential model sizes)."
+                )
+    if params.shape != (meta["num_params"],):
+        raise ValueError(
+            f"--initial_params: {file} holds {params.shape} parameters; this run's "
+            f"{meta['controller']} (input size {meta['input_size']}) has "
+            f"({meta['num_params']},)."
+        )
+    return params.astype(np.float64)
+
+
 @dataclasses.dataclass
 class TrainedController:
     """A controller and its parameters [N], plus the names it was trained with (`meta`).

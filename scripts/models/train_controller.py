@@ -67,6 +67,13 @@ flags.DEFINE_integer("threads_per_worker", 1, "TF threads (and Ray CPUs) per wor
 flags.DEFINE_string("ray_address", None, "Join this Ray cluster ('auto', host:port).")
 flags.DEFINE_float("trial_timeout_s", 600.0, "A batch of episodes slower than this is re-run.")
 flags.DEFINE_integer("max_worker_failures", 3, "Failures of one batch before the run stops.")
+flags.DEFINE_string(
+    "initial_params",
+    None,
+    "Start CMA-ES's mean at this controller's parameters (its model_dir or "
+    "controller_params.npy) instead of 0, e.g. to go on from a shipped controller on a new "
+    "machine. A resumed run ignores it.",
+)
 flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 for _name in ("environment", "model_dir"):
     flags.mark_flag_as_required(_name)
@@ -102,6 +109,7 @@ def main(argv):
             eval_every=FLAGS.eval_every,
             eval_episodes=FLAGS.eval_episodes,
             dream_initial_states=FLAGS.dream_initial_states,
+            initial_params=FLAGS.initial_params,
         ),
         pool=PoolConfig(
             parallelism=FLAGS.parallelism,
