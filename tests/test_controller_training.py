@@ -506,6 +506,25 @@ def test_bookkeeping_matches_the_history(tmp_path):
     state = cma_state.load_state(str(d))
     assert state["generation"] == 6 and state["history"] == out["history"]
     np.testing.assert_array_equal(state["best_params"], out["best_params"])
+    # The compute a learning curve is drawn against counts the evaluations' real steps: those
+    # the two candidates play on the evaluation seeds (replayed), after generations 2, 4, 6.
+    from rl755.controller.cma_config import eval_seeds
+    from rl755.controller.real_eval import RealEvaluator
+
+    replay = RealEvaluator(spec, ENV.make_fn())
+    for h in out["history"]:
+        evals = [e for e in out["evals"] if e["generation"] == h["generation"]]
+        if not evals:
+            assert "eval_steps" not in h
+            continue
+        jobs = np.repeat(np.stack([e["params"] for e in evals]), 3, axis=0)
+        played = replay.evaluate(jobs, np.tile(eval_seeds(cfg.seed, 3), 2), 24)["steps"]
+        assert h["eval_steps"] == int(np.sum(played)) and h["eval_seconds"] > 0
+    steps, hours = cma_state.compute_used(out["history"])
+    assert steps[-1] == sum(h["steps"] + h.get("eval_steps", 0) for h in out["history"])
+    assert hours[-1] * 3600 == pytest.approx(
+        sum(h["seconds"] + h.get("eval_seconds", 0) for h in out["history"])
+    )
 
 
 def test_dream_to_real_gap_is_dream_fitness_minus_real_score(tmp_path):

@@ -142,12 +142,13 @@ def figure(fig, dpi: int = 100) -> Picture:
     return Picture(buf.getvalue(), "png")
 
 
-def new_figure(figsize=(7, 4)):
-    """(fig, ax): a matplotlib Figure outside pyplot (safe in scripts and notebooks alike)."""
+def new_figure(figsize=(7, 4), **subplots):
+    """(fig, ax): a matplotlib Figure outside pyplot (safe in scripts and notebooks alike);
+    `subplots` (e.g. ncols=3, sharey=True) go to `Figure.subplots`, and ax is then its array."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize)
-    return fig, fig.subplots()
+    return fig, fig.subplots(**subplots)
 
 
 def labeled_rows(rows: dict, title: str | None = None) -> Picture:

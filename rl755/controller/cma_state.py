@@ -212,34 +212,63 @@ def write_summary(model_dir: str, state: dict) -> None:
     )
 
 
-def plot_learning_curve(path: str, history: list[dict], evals: list[dict], title: str) -> None:
-    """A PNG of the population's mean, best and worst fitness, and the real evaluations."""
+def compute_used(history: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Cumulative steps and hours [G] after each generation of `history`: the population's
+    episodes plus any real evaluation run after it (its `eval_steps`, `eval_seconds`)."""
+    steps = np.cumsum([h["steps"] + h.get("eval_steps", 0) for h in history])
+    seconds = np.cumsum([h["seconds"] + h.get("eval_seconds", 0.0) for h in history])
+    return steps, seconds / 3600.0
+
+
+def plot_learning_curve(
+    path: str,
+    history: list[dict],
+    evals: list[dict],
+    title: str,
+    steps_name: str = "environment steps",
+) -> None:
+    """A PNG of the population's mean, best and worst fitness and the real evaluations,
+    against the generation, the steps played and the hours spent (three panels)."""
     gens = [h["generation"] for h in history]
-    fig, ax = pictures.new_figure(figsize=(7, 4))
-    ax.plot(gens, [h["mean"] for h in history], label="population mean")
-    ax.plot(gens, [h["best"] for h in history], label="population best")
-    ax.fill_between(
-        gens,
-        [h["worst"] for h in history],
-        [h["best"] for h in history],
-        alpha=0.15,
-        label="population worst to best",
-    )
-    for candidate, fmt, color in (("best_member", "o", "k"), ("cma_mean", "s", "tab:red")):
-        points = [e for e in evals if e.get("candidate", "best_member") == candidate]
-        if points:
-            ax.errorbar(
-                [e["generation"] for e in points],
-                [e["mean"] for e in points],
-                yerr=[e["std"] for e in points],
-                fmt=fmt,
-                color=color,
-                capsize=3,
-                label=f"{candidate.replace('_', ' ')}, real episodes",
-            )
-    ax.set_xlabel("generation")
-    ax.set_ylabel("return")
-    ax.set_title(title)
-    ax.legend(loc="best", fontsize=8)
+    steps, hours = compute_used(history)
+    at = {g: i for i, g in enumerate(gens)}
+    fig, axes = pictures.new_figure(ncols=3, figsize=(15, 4), sharey=True)
+    for ax, xs, xlabel in (
+        (axes[0], np.asarray(gens), "generation"),
+        (axes[1], steps, f"{steps_name} (population + evaluations)"),
+        (axes[2], hours, "hours of compute (population + evaluations)"),
+    ):
+        ax.plot(xs, [h["mean"] for h in history], label="population mean")
+        ax.plot(xs, [h["best"] for h in history], label="population best")
+        ax.fill_between(
+            xs,
+            [h["worst"] for h in history],
+            [h["best"] for h in history],
+            alpha=0.15,
+            label="population worst to best",
+        )
+        for candidate, fmt, color in (("best_member", "o", "k"), ("cma_mean", "s", "tab:red")):
+            points = [
+                e
+                for e in evals
+                if e.get("candidate", "best_member") == candidate and e["generation"] in at
+            ]
+            if points:
+                ax.errorbar(
+                    [xs[at[e["generation"]]] for e in points],
+                    [e["mean"] for e in points],
+                    yerr=[e["std"] for e in points],
+                    fmt=fmt,
+                    color=color,
+                    capsize=3,
+                    label=f"{candidate.replace('_', ' ')}, real episodes",
+                )
+        ax.set_xlabel(xlabel)
+    from matplotlib.ticker import EngFormatter
+
+    axes[1].xaxis.set_major_formatter(EngFormatter())  # 400k, 1M
+    axes[0].set_ylabel("return")
+    axes[0].legend(loc="best", fontsize=8)
+    fig.suptitle(title)
     fig.tight_layout()
     pictures.figure(fig).save(path)

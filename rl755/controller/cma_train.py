@@ -266,6 +266,7 @@ def run_cma_es(
                 state["history"],
                 state["evals"],
                 f"{meta['controller']} on {env.name} ({cfg.mode})",
+                steps_name="environment steps" if cfg.mode == "real" else "dream steps",
             )
             log.info(
                 "Generation %d/%d: fitness mean %.2f best %.2f worst %.2f; %d steps, %.0f steps/s.",
@@ -300,6 +301,7 @@ def _evaluate_candidates(real: RealEvaluator, cfg: CmaConfig, candidates: dict, 
     The mean is a candidate because with few noisy trials the best member's fitness is
     partly luck (winner's curse), while the mean averages the population's information."""
     ev_seeds = eval_seeds(cfg.seed, cfg.eval_episodes)
+    t0 = time.monotonic()
     names = list(candidates)
     params = np.stack([np.asarray(candidates[n], np.float32) for n in names])  # [C, N]
     ev = real.evaluate(
@@ -308,6 +310,9 @@ def _evaluate_candidates(real: RealEvaluator, cfg: CmaConfig, candidates: dict, 
         cfg.rollout_max_steps,
     )
     returns = np.asarray(ev["returns"]).reshape(len(names), len(ev_seeds))  # [C, E]
+    # The evaluation's real steps and time count in the run's compute (learning curve).
+    record["eval_steps"] = int(np.sum(ev["steps"]))
+    record["eval_seconds"] = time.monotonic() - t0
     out = []
     for name, row in zip(names, returns):
         out.append(
