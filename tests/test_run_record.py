@@ -34,6 +34,7 @@ def test_completed_run_writes_flags_git_host_and_times(tmp_path, monkeypatch):
     assert rec["start_time"] <= rec["end_time"]
     assert rec["host"] and rec["pid"] == os.getpid()
     assert len(rec["git"]["commit"]) == 40 and isinstance(rec["git"]["dirty"], bool)
+    assert rec["cpu"] == run_record.cpu_info() and rec["cpu"]["cores"] == os.cpu_count()
     assert os.path.dirname(rec["record_path"]) == str(tmp_path / "out" / "runs")
     # nothing but the record: no temp files left behind
     assert os.listdir(tmp_path / "out" / "runs") == [os.path.basename(rec["record_path"])]
@@ -139,3 +140,21 @@ def test_sigterm_turned_into_exit_15_by_ray_counts_as_interrupted(tmp_path):
         with run_record.record_run(tmp_path, {}, "s"):
             sys.exit(signal.SIGTERM)  # what Ray's driver SIGTERM handler does
     assert _only_record(tmp_path)["status"] == "interrupted"
+
+
+def test_cpu_info_names_the_model_and_the_vector_instruction_sets():
+    """Bit-exact repeats hold on one kind of CPU: the record says which (AVX2 vs AVX-512)."""
+    x86 = (
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Gold 6338\n"
+        "flags\t\t: fpu sse4_2 avx avx2 fma avx512f avx512_vnni\n\n"
+        "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Gold 6338\nflags\t\t: fpu sse4_2\n"
+    )
+    info = run_record.cpu_info(x86)
+    assert info["model"] == "Intel(R) Xeon(R) Gold 6338"
+    assert info["vector_isa"] == ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni"]
+    amd_avx2 = "model name : AMD EPYC 7302\nflags : sse4_2 avx avx2 fma\n"
+    assert run_record.cpu_info(amd_avx2)["vector_isa"] == ["sse4_2", "avx", "avx2", "fma"]
+    arm = "processor : 0\nFeatures : fp asimd evtstrm\n"
+    assert run_record.cpu_info(arm)["vector_isa"] == ["asimd"]
+    unknown = run_record.cpu_info("")
+    assert unknown["vector_isa"] is None and unknown["cores"] == os.cpu_count()

@@ -20,6 +20,10 @@ tasks) can share one out_dir. A record holds:
     start_time, end_time (ISO 8601 UTC), status, error,
     determinism: {seed, deterministic, decided_by, op_determinism, tensorflow, thread counts}
            as the stage set it (`rl755.common.determinism.configure`; None if it never did).
+    cpu: {model, machine, vector_isa, cores}: the processor and the vector instruction sets
+           TensorFlow's CPU kernels choose from (`cpu_info`). A deterministic run repeats bit
+           for bit on the same kind of CPU; on another one (e.g. AVX2 instead of AVX-512) the
+           kernels sum in another order and the weights differ after the first steps.
 
 status is "running", then "completed", "failed" (error = the exception text) or
 "interrupted" (KeyboardInterrupt, or SIGTERM as sent by `scancel`, preemption and
@@ -79,6 +83,50 @@ def git_info(path: str | None = None) -> dict | None:
     return {"commit": commit, "dirty": dirty, "root": root}
 
 
+# Vector instruction sets that change which kernels TensorFlow (oneDNN, Eigen) runs on a CPU.
+VECTOR_ISA = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "neon",
+    "asimd",
+    "sve",
+)
+
+
+def cpu_info(cpuinfo: str | None = None) -> dict:
+    """{"model", "machine", "vector_isa", "cores"} of this machine's CPU, from /proc/cpuinfo
+    (or the given text of one); where it is not readable, model and vector_isa are None."""
+    import platform
+
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpuinfo = f.read()
+        except OSError:
+            cpuinfo = ""
+    model, flags = None, None
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if model is None and key in ("model name", "cpu model", "hardware"):
+            model = value.strip()
+        if flags is None and key in ("flags", "features"):
+            flags = set(value.split())
+    return {
+        "model": model or platform.processor() or None,
+        "machine": platform.machine(),
+        "vector_isa": None if flags is None else [f for f in VECTOR_ISA if f in flags],
+        "cores": os.cpu_count(),
+    }
+
+
 def slurm_info(environ: dict | None = None) -> dict:
     """The SLURM job's identity from its environment variables ({} outside SLURM)."""
     environ = os.environ if environ is None else environ
@@ -125,6 +173,7 @@ class RunRecord:
             "python": sys.executable,
             "git": git_info(),
             "slurm": slurm_info(),
+            "cpu": cpu_info(),
             "determinism": determinism.current_dict(),
             "start_time": _now(),
             "end_time": None,

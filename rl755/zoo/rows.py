@@ -112,15 +112,42 @@ MODELS: tuple[ZooModel, ...] = (
         "on z, no sequential model",
     ),
     ZooModel(
+        "raw_rollout_vae_32ld_demo",
+        "CAR_RACING",
+        ENCODER,
+        "vae.Vae",
+        "--train_steps=2000 --batch_size=32 --representation_size=32 --save_every_n_steps=500 "
+        "--obs_sampled_per_rollout=50 --learning_rate=1e-3",
+        "the `make demo` ConvVAE (Z = 32) of seed 0: 2,000 steps of 32 frames sampled from "
+        "40 random rollouts of 300 steps; ships in the repository",
+        notes="Trained by `python scripts/pipeline.py --preset=demo --seed=0` (its stage 2); "
+        "that run's stage 3 encodes the rollouts with it as `RawRolloutVae32ld`.",
+    ),
+    ZooModel(
+        "mdn_rnn_vae_32ld_demo",
+        "CAR_RACING",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn",
+        "--rollouts_dataset=RawRolloutVae32ld --train_steps=1500 --batch_size=16 "
+        "--sequence_length=32 --learning_rate=1e-3 --save_every_n_steps=500 "
+        "--sample_observations",
+        "the `make demo` MDN-RNN (LSTM 256, 5 Gaussians) of seed 0: 1,500 steps of 16 x 32 "
+        "on the rollouts encoded by raw_rollout_vae_32ld_demo; ships in the repository",
+        notes="Trained by `python scripts/pipeline.py --preset=demo --seed=0` (its stage 4).",
+    ),
+    ZooModel(
         "real_controller",
         "CAR_RACING",
         CONTROLLER,
         None,
-        "--encoder=raw_rollout_vae_32ld --sequential_model=mdn_rnn_vae_32ld "
+        "--encoder=raw_rollout_vae_32ld_demo --sequential_model=mdn_rnn_vae_32ld_demo "
         "--controller=LinearController --mode=real --cma_population_size=4 "
-        "--cma_trials_per_member=4 --eval_every=25 --eval_episodes=100 --parallelism=2",
-        "issue #12's CarRacing agent: LinearController on [z, h], CMA-ES in the real "
-        "environment with a small population (4 x 4 rollouts); ships in the repository",
+        "--cma_trials_per_member=4 --cma_generations=20 --rollout_max_steps=1000 --sigma=0.1 "
+        "--eval_every=5 --eval_episodes=8 --parallelism=2 "
+        "--initial_params=runs/demo/models/car_racing/linear_controller_vae_mdn_rnn",
+        "issue #12's CarRacing agent: LinearController on [z, h] of the demo's models, CMA-ES "
+        "in the real environment with a small population (4 x 4 episodes of 1,000 steps), "
+        "starting from `make demo`'s controller; ships in the repository",
         notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
         "--environment=CAR_RACING --saved_controller=real_controller --num_episodes=100 "
         "--seed=1000 (its shipped encoder and MDN-RNN come with it).",
