@@ -17,6 +17,7 @@ ENTRIES = "tests/test_environment_entries.py"
 CI = "tests/test_ci.py"
 LOGS = "tests/test_quiet_logs.py"
 SHIPPED = "tests/test_shipped_models.py"
+RECORDS = "tests/test_run_record.py"
 
 MUTATIONS = [
     # ---- the six blind spots of issue 16 ---------------------------------------------------------
@@ -359,5 +360,38 @@ MUTATIONS = [
         new="if False:",
         tests=(f"{SHIPPED}::test_shipping_refuses_bad_sources_and_leaves_nothing",),
         what="shipping goes over the repository's size limit",
+    ),
+    # ---- stop 20: starting CMA-ES at a controller, compute bookkeeping, the CPU in records --------
+    dict(
+        name="initial_params_ignored",
+        file="rl755/controller/cma_train.py",
+        old="return cma_state.new_state(n, cfg.sigma, cfg.population_size, cfg.seed, meta, x0=x0)",
+        new="return cma_state.new_state(n, cfg.sigma, cfg.population_size, cfg.seed, meta)",
+        tests=(f"{CT}::test_initial_params_start_cma_at_a_trained_controller",),
+        what="--initial_params is read but CMA-ES starts at zero",
+    ),
+    dict(
+        name="initial_params_skip_shape_check",
+        file="rl755/controller/saved.py",
+        old="            if theirs.get(key) != meta[key]:",
+        new="            if False:",
+        tests=(f"{CT}::test_initial_params_of_another_shape_fail_naming_the_file",),
+        what="--initial_params from a controller of another shape is not refused by name",
+    ),
+    dict(
+        name="compute_ignores_evaluations",
+        file="rl755/controller/cma_state.py",
+        old='steps = np.cumsum([h["steps"] + h.get("eval_steps", 0) for h in history])',
+        new='steps = np.cumsum([h["steps"] for h in history])',
+        tests=(f"{CT}::test_bookkeeping_matches_the_history",),
+        what="the learning curve's environment steps leave out the real evaluations",
+    ),
+    dict(
+        name="run_record_without_cpu",
+        file="rl755/common/run_record.py",
+        old='            "cpu": cpu_info(),\n',
+        new="",
+        tests=(f"{RECORDS}::test_completed_run_writes_flags_git_host_and_times",),
+        what="run records no longer say which CPU (bit-exact repeats hold on one kind only)",
     ),
 ]
