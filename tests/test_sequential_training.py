@@ -108,6 +108,66 @@ def test_resume_restores_optimizer_state_exactly(tmp_path):
         np.testing.assert_allclose(va.numpy(), vb.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_initial_weights_start_a_new_run_from_another_runs_weights(tmp_path):
+    """--initial_weights: a warm start (e.g. from a shipped model), step 0 and a new optimizer;
+    a resumed run keeps its own checkpoint; another model's weights fail naming the file."""
+    data = fixed_slices(n=4, length=5)
+    kw = dict(dataset_fn=data, batch_size=4, validation_steps=0, save_every_n_steps=1)
+    mdn = fake_model("mdn_rnn.mdn_rnn")
+    tf.keras.utils.set_random_seed(0)
+    loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "a"), train_steps=4,
+                              learning_rate=1e-2, **kw)  # fmt: skip
+    a = ts.load_trained_model(str(tmp_path / "a"), mdn)
+    # A tiny learning rate: one Adam step moves each weight by ~1e-9, so the run's weights
+    # are where it started.
+    tf.keras.utils.set_random_seed(1)
+    warm = loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "b"), train_steps=1,
+                                     learning_rate=1e-9, initial_weights=str(tmp_path / "a"),
+                                     **kw)  # fmt: skip
+    assert warm["start_step"] == 0 and warm["step"] == 1
+    b = ts.load_trained_model(str(tmp_path / "b"), mdn)
+    for va, vb in zip(a.weights, b.weights):
+        np.testing.assert_allclose(va.numpy(), vb.numpy(), atol=1e-6)
+    assert ts.read_model_info(str(tmp_path / "b"))["initial_weights"].endswith(
+        "model-004.weights.h5"
+    )
+    tf.keras.utils.set_random_seed(1)
+    loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "c"), train_steps=1,
+                              learning_rate=1e-9, **kw)  # fmt: skip
+    c = ts.load_trained_model(str(tmp_path / "c"), mdn)
+    assert max(np.abs(va.numpy() - vc.numpy()).max() for va, vc in zip(a.weights, c.weights)) > 1e-2
+    # Resuming b ignores --initial_weights (its checkpoint holds the optimizer too).
+    resumed = loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "b"), train_steps=2,
+                                        learning_rate=1e-9, initial_weights=str(tmp_path / "c"),
+                                        **kw)  # fmt: skip
+    assert resumed["start_step"] == 1
+    assert ts.read_model_info(str(tmp_path / "b"))["initial_weights"].endswith(
+        os.path.join("a", "model-004.weights.h5")
+    )
+    # Another model's weights, or a dir without a checkpoint: refused, naming the file.
+    with pytest.raises(ValueError, match=r"a/model-004\.weights\.h5 does not fit"):
+        loop.fit_sequential_model(fake_model("lstm.deterministic_lstm"),
+                                  model_dir=str(tmp_path / "d"), train_steps=1,
+                                  learning_rate=1e-3, initial_weights=str(tmp_path / "a"),
+                                  **kw)  # fmt: skip
+    with pytest.raises(FileNotFoundError, match="no complete checkpoint"):
+        loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "e"), train_steps=1,
+                                  learning_rate=1e-3, initial_weights=str(tmp_path / "nothing"),
+                                  **kw)  # fmt: skip
+    assert not checkpoints.list_complete_checkpoints(str(tmp_path / "d"))
+
+
+def test_initial_weights_reach_the_stage_and_another_model_is_named(encoded_dir, tmp_path):
+    _train(tmp_path / "a", 2)  # mdn_rnn.mdn_rnn_with_heads
+    with pytest.raises(ValueError, match=r"model='mdn_rnn.mdn_rnn_with_heads', this run trains"):
+        _train(tmp_path / "b", 1, model="mdn_rnn.mdn_rnn", initial_weights=str(tmp_path / "a"))
+    assert not checkpoints.list_complete_checkpoints(str(tmp_path / "b"))
+    _train(tmp_path / "c", 1, initial_weights=str(tmp_path / "a"))
+    assert ts.read_model_info(str(tmp_path / "c"))["initial_weights"] == str(
+        tmp_path / "a" / "model-001.weights.h5"
+    )
+
+
 def test_two_devices_give_the_same_losses_as_one(tmp_path):
     """Logical devices must be configured before TF initializes: run in a subprocess."""
     code = textwrap.dedent(f"""

@@ -18,6 +18,7 @@ CI = "tests/test_ci.py"
 LOGS = "tests/test_quiet_logs.py"
 SHIPPED = "tests/test_shipped_models.py"
 RECORDS = "tests/test_run_record.py"
+SEQ_WARM = f"{SEQ_TRAIN}::test_initial_weights_start_a_new_run_from_another_runs_weights"
 
 MUTATIONS = [
     # ---- the six blind spots of issue 16 ---------------------------------------------------------
@@ -393,5 +394,21 @@ MUTATIONS = [
         new="",
         tests=(f"{RECORDS}::test_completed_run_writes_flags_git_host_and_times",),
         what="run records no longer say which CPU (bit-exact repeats hold on one kind only)",
+    ),
+    dict(
+        name="initial_weights_not_loaded",
+        file="rl755/models/common/sequential_loop.py",
+        old='info["initial_weights"] = _load_initial_weights(model, initial_weights, info, strategy)',
+        new='info["initial_weights"] = os.path.abspath(initial_weights)',
+        tests=(SEQ_WARM,),
+        what="--initial_weights is recorded but the run starts from fresh weights",
+    ),
+    dict(
+        name="initial_weights_of_another_model",
+        file="rl755/models/common/sequential_loop.py",
+        old='for key in ("model", "model_class", "representation_size", "action_size"):',
+        new="for key in ():",
+        tests=(f"{SEQ_TRAIN}::test_initial_weights_reach_the_stage_and_another_model_is_named",),
+        what="--initial_weights of another catalogue model is not refused by name",
     ),
 ]

@@ -75,6 +75,13 @@ flags.DEFINE_enum(
 flags.DEFINE_integer(
     "seed", 0, "Seed of the initial weights, slice starts, sampled z (--sample_observations)."
 )
+flags.DEFINE_string(
+    "initial_weights",
+    None,
+    "A new run starts from this sequential model's weights (step 0, a new optimizer): a "
+    "model_dir of this script or a shipped folder, e.g. rl755/zoo/shipped/<env>/<name>. "
+    "Same model, Z and A. A run resuming from its own checkpoint ignores it.",
+)
 flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 
 for _name in (
@@ -117,6 +124,7 @@ def main(argv):
             seed=FLAGS.seed,
             deterministic=FLAGS.deterministic,
             task=FLAGS.task,
+            initial_weights=FLAGS.initial_weights,
         )
 
 

@@ -147,8 +147,14 @@ def fit_sequential_model(
     hparams: dict | None = None,
     task: str | sequential_tasks.TrainingTask = sequential_tasks.AUTOREGRESSIVE,
     jit_compile: bool | None = None,
+    initial_weights: str | None = None,
 ) -> dict:
     """Trains until `train_steps` steps in total (resuming from model_dir's newest checkpoint).
+
+    `initial_weights`: a sequential model's dir (a training run's model_dir, or a shipped
+    folder rl755/zoo/shipped/<env>/<name>) whose newest complete checkpoint's weights a new
+    run starts from, at step 0 with a new optimizer (a warm start, e.g. to go on training a
+    shipped model on a new machine). A run that resumes from its own checkpoint ignores it.
 
     `model_info` goes into every checkpoint's marker (what was trained); `hparams` (the run's
     flags, default: the arguments) into TensorBoard. `jit_compile`: compile each replica's
@@ -207,6 +213,12 @@ def fit_sequential_model(
             checkpoints.restore_optimizer(optimizer, last)
         start_step = last.step
         logging.info("Resuming from %s (step %d).", last.weights_path, start_step)
+        if "initial_weights" in last.info:  # (later markers keep saying where it started)
+            info["initial_weights"] = last.info["initial_weights"]
+        if initial_weights:
+            logging.info("--initial_weights is not used: %s holds a checkpoint.", model_dir)
+    elif initial_weights:
+        info["initial_weights"] = _load_initial_weights(model, initial_weights, info, strategy)
     last_path = last.weights_path if last else None
     if start_step >= train_steps:
         logging.info("Already trained for %d >= %d steps; nothing to do.", start_step, train_steps)
@@ -346,6 +358,35 @@ def fit_sequential_model(
         logs.close()
     result["step"] = step
     return result
+
+
+def _load_initial_weights(model, path: str, info: dict, strategy) -> str:
+    """Loads the newest complete checkpoint of `path` into `model` (a warm start); checks
+    that it holds the same model (catalogue name and class), Z and A, and that the weights'
+    shapes fit (naming the file). Returns the checkpoint's weights path."""
+    path = os.path.expanduser(str(path))
+    init = checkpoints.newest_complete_checkpoint(path) if os.path.isdir(path) else None
+    if init is None:
+        raise FileNotFoundError(
+            f"--initial_weights={path}: no complete checkpoint there (model-NNN.json + "
+            "model-NNN.weights.h5). Give a train_sequential_model.py --model_dir or a shipped "
+            "folder, e.g. rl755/zoo/shipped/<env>/<name>."
+        )
+    for key in ("model", "model_class", "representation_size", "action_size"):
+        if key in init.info and key in info and init.info[key] != info[key]:
+            raise ValueError(
+                f"--initial_weights: {checkpoints.marker_name(init.number)} in {path} has "
+                f"{key}={init.info[key]!r}, this run trains {key}={info[key]!r}: start from "
+                "the same model."
+            )
+    with strategy.scope():
+        checkpoints.load_weights_checked(model, init.weights_path)
+    logging.info(
+        "Starting from the weights of %s (its step %d); step 0 here, a new optimizer.",
+        init.weights_path,
+        init.step,
+    )
+    return os.path.abspath(init.weights_path)
 
 
 def _validate(val_step, val_iter, validation_steps: int) -> dict:

@@ -66,6 +66,7 @@ def train_sequential_model(
     task: str = "autoregressive",
     seed: int = 0,
     deterministic: bool | None = None,
+    initial_weights: str | None = None,
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -77,7 +78,9 @@ def train_sequential_model(
     given (a glob with "{split}"). `task`: "autoregressive", "infill" or "mixed"
     (rl755.models.common.sequential_tasks). `run_flags` go into the run record and TensorBoard
     (default: the arguments). `seed` and `deterministic`: `rl755.common.determinism.configure`
-    (initial weights, slice starts, z samples of `sample_observations`, shuffling). Returns
+    (initial weights, slice starts, z samples of `sample_observations`, shuffling).
+    `initial_weights`: a new run starts from that model dir's (or shipped folder's) weights
+    (`fit_sequential_model`). Returns
     `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.models.common import sequential_tasks
@@ -174,6 +177,7 @@ def train_sequential_model(
             hparams=run_flags,
             task=training_task,
             seed=seed,
+            initial_weights=initial_weights,
         )
 
 
