@@ -115,15 +115,21 @@ def test_initial_weights_start_a_new_run_from_another_runs_weights(tmp_path):
     kw = dict(dataset_fn=data, batch_size=4, validation_steps=0, save_every_n_steps=1)
     mdn = fake_model("mdn_rnn.mdn_rnn")
     tf.keras.utils.set_random_seed(0)
-    loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "a"), train_steps=4,
-                              learning_rate=1e-2, **kw)  # fmt: skip
+    loop.fit_sequential_model(
+        mdn, model_dir=str(tmp_path / "a"), train_steps=4, learning_rate=1e-2, **kw
+    )
     a = ts.load_trained_model(str(tmp_path / "a"), mdn)
     # A tiny learning rate: one Adam step moves each weight by ~1e-9, so the run's weights
     # are where it started.
     tf.keras.utils.set_random_seed(1)
-    warm = loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "b"), train_steps=1,
-                                     learning_rate=1e-9, initial_weights=str(tmp_path / "a"),
-                                     **kw)  # fmt: skip
+    warm = loop.fit_sequential_model(
+        mdn,
+        model_dir=str(tmp_path / "b"),
+        train_steps=1,
+        learning_rate=1e-9,
+        initial_weights=str(tmp_path / "a"),
+        **kw,
+    )
     assert warm["start_step"] == 0 and warm["step"] == 1
     b = ts.load_trained_model(str(tmp_path / "b"), mdn)
     for va, vb in zip(a.weights, b.weights):
@@ -132,28 +138,43 @@ def test_initial_weights_start_a_new_run_from_another_runs_weights(tmp_path):
         "model-004.weights.h5"
     )
     tf.keras.utils.set_random_seed(1)
-    loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "c"), train_steps=1,
-                              learning_rate=1e-9, **kw)  # fmt: skip
+    loop.fit_sequential_model(
+        mdn, model_dir=str(tmp_path / "c"), train_steps=1, learning_rate=1e-9, **kw
+    )
     c = ts.load_trained_model(str(tmp_path / "c"), mdn)
     assert max(np.abs(va.numpy() - vc.numpy()).max() for va, vc in zip(a.weights, c.weights)) > 1e-2
     # Resuming b ignores --initial_weights (its checkpoint holds the optimizer too).
-    resumed = loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "b"), train_steps=2,
-                                        learning_rate=1e-9, initial_weights=str(tmp_path / "c"),
-                                        **kw)  # fmt: skip
+    resumed = loop.fit_sequential_model(
+        mdn,
+        model_dir=str(tmp_path / "b"),
+        train_steps=2,
+        learning_rate=1e-9,
+        initial_weights=str(tmp_path / "c"),
+        **kw,
+    )
     assert resumed["start_step"] == 1
     assert ts.read_model_info(str(tmp_path / "b"))["initial_weights"].endswith(
         os.path.join("a", "model-004.weights.h5")
     )
     # Another model's weights, or a dir without a checkpoint: refused, naming the file.
     with pytest.raises(ValueError, match=r"a/model-004\.weights\.h5 does not fit"):
-        loop.fit_sequential_model(fake_model("lstm.deterministic_lstm"),
-                                  model_dir=str(tmp_path / "d"), train_steps=1,
-                                  learning_rate=1e-3, initial_weights=str(tmp_path / "a"),
-                                  **kw)  # fmt: skip
+        loop.fit_sequential_model(
+            fake_model("lstm.deterministic_lstm"),
+            model_dir=str(tmp_path / "d"),
+            train_steps=1,
+            learning_rate=1e-3,
+            initial_weights=str(tmp_path / "a"),
+            **kw,
+        )
     with pytest.raises(FileNotFoundError, match="no complete checkpoint"):
-        loop.fit_sequential_model(mdn, model_dir=str(tmp_path / "e"), train_steps=1,
-                                  learning_rate=1e-3, initial_weights=str(tmp_path / "nothing"),
-                                  **kw)  # fmt: skip
+        loop.fit_sequential_model(
+            mdn,
+            model_dir=str(tmp_path / "e"),
+            train_steps=1,
+            learning_rate=1e-3,
+            initial_weights=str(tmp_path / "nothing"),
+            **kw,
+        )
     assert not checkpoints.list_complete_checkpoints(str(tmp_path / "d"))
 
 
@@ -368,9 +389,14 @@ def test_old_format_model_dirs_load_but_do_not_resume(tmp_path):
     assert ts.read_model_info(str(model_dir))["step"] == 7
     with pytest.raises(ValueError, match="old format.*another --model_dir"):
         loop.fit_sequential_model(
-            fake_model("lstm.deterministic_lstm"), fixed_slices(), model_dir=str(model_dir),
-            train_steps=9, batch_size=2, learning_rate=1e-3, validation_steps=0,
-        )  # fmt: skip
+            fake_model("lstm.deterministic_lstm"),
+            fixed_slices(),
+            model_dir=str(model_dir),
+            train_steps=9,
+            batch_size=2,
+            learning_rate=1e-3,
+            validation_steps=0,
+        )
 
 
 def test_benchmark_reference_is_the_trainers_computation(tmp_path):
