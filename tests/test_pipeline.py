@@ -159,3 +159,53 @@ def test_world_models_collection_array_tasks_get_distinct_stable_seeds():
         seeds += [int(t[0]["seed"]) for t in tasks]
         assert sum(int(t[0]["num_rollouts"]) for t in tasks) == 10000
     assert len(set(seeds)) == len(seeds) == 20
+
+
+def test_find_world_model_takes_the_registry_then_the_run_then_the_shipped_models(
+    tmp_path, monkeypatch
+):
+    """What the world-model tour opens: the user's registry, else the demo run, else the
+    models shipped in the repository (so it runs on a fresh clone); the shipped ones load."""
+    monkeypatch.delenv("RL755_SHIPPED_DIR", raising=False)
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    run_dir = tmp_path / "run"
+
+    def fake_trained(models_dir, *names):
+        for name in names:
+            folder = models_dir / "car_racing" / name
+            folder.mkdir(parents=True)
+            (folder / "model-001.weights.h5").write_bytes(b"")
+
+    world = pipeline.find_world_model(run_dir=str(run_dir), load=False)
+    assert world.source.startswith("the models shipped in the repository"), world.source
+    assert (world.encoder_name, world.sequential_name, world.controller_name) == (
+        "raw_rollout_vae_32ld_demo",
+        "mdn_rnn_vae_32ld_demo",
+        "real_controller",
+    )
+    assert "mdn_rnn_vae_32ld_demo" in str(world)
+
+    fake_trained(run_dir / "models", "raw_rollout_vae_32ld", "mdn_rnn_vae_32ld")
+    world = pipeline.find_world_model(run_dir=str(run_dir), load=False)
+    assert world.source == f"the demo run {run_dir}"
+    assert (world.encoder_name, world.controller_name) == ("raw_rollout_vae_32ld", None)
+    assert os.environ["RL755_MODELS_DIR"] == str(run_dir / "models")  # names resolve there
+
+    registry = tmp_path / "registry"
+    monkeypatch.setenv("RL755_MODELS_DIR", str(registry))
+    fake_trained(registry, "raw_rollout_vae_32ld", "mdn_rnn_vae_32ld")
+    world = pipeline.find_world_model(run_dir=str(run_dir), load=False)
+    assert world.source.startswith("the registry") and world.models_dir == str(registry)
+
+    # With none trained and none shipped: an error that says how to make them.
+    monkeypatch.setenv("RL755_MODELS_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("RL755_SHIPPED_DIR", str(tmp_path / "no_shipped"))
+    with pytest.raises(FileNotFoundError, match="make demo"):
+        pipeline.find_world_model(run_dir=str(tmp_path / "no_run"), load=False)
+
+
+def test_find_world_model_loads_the_shipped_models(tmp_path, monkeypatch):
+    monkeypatch.delenv("RL755_SHIPPED_DIR", raising=False)
+    world = pipeline.find_world_model(run_dir=str(tmp_path / "no_run"))
+    assert world.encoder.zoo_source == world.sequential_model.zoo_source == "shipped"
+    assert world.encoder.representation_size == 32

@@ -48,6 +48,9 @@ class Preset:
         "time": "1:00:00"}. GPU stages ask for "gpus": 1; a cluster without GPUs runs them
         on CPUs with --gpus=0.
       description: one line for `scripts/pipeline.py`.
+      shipped: the zoo rows shipped in the repository (rl755.zoo.shipped) that stand in for
+        (encoder, sequential model, controller) where none were trained, as
+        `find_world_model`'s last resort; empty when the environment ships none.
     """
 
     environment: str
@@ -63,6 +66,7 @@ class Preset:
     evaluate: dict
     resources: dict = dataclasses.field(default_factory=dict)
     description: str = ""
+    shipped: tuple[str, str, str] | tuple[()] = ()
 
     def __post_init__(self):
         missing = [g for g in RESOURCE_GROUPS if g not in self.resources]
@@ -178,6 +182,7 @@ PRESETS: dict[str, Preset] = {
         "demo",
         _CAR_RACING,
         description="CarRacing at a small size for a 2-core CPU (~16 min).",
+        shipped=("raw_rollout_vae_32ld_demo", "mdn_rnn_vae_32ld_demo", "real_controller"),
         resources=_resources(
             dict(cpus=2, mem="4G", time="2:00:00"),
             dict(gpus=1, cpus=2, mem="8G", time="2:00:00"),
