@@ -411,4 +411,15 @@ MUTATIONS = [
         tests=(f"{SEQ_TRAIN}::test_initial_weights_reach_the_stage_and_another_model_is_named",),
         what="--initial_weights of another catalogue model is not refused by name",
     ),
+    dict(
+        name="world_model_without_shipped_fallback",
+        file="rl755/pipeline/world_model.py",
+        old="rows = [zoo.get(env, n) for n in p.shipped]",
+        new="rows = []",
+        tests=(
+            "tests/test_pipeline.py::"
+            "test_find_world_model_takes_the_registry_then_the_run_then_the_shipped_models",
+        ),
+        what="with nothing trained, the world-model tour no longer opens the shipped models",
+    ),
 ]
