@@ -11,6 +11,13 @@ TensorFlow is first imported and its devices are first listed, then writes back 
 except those (`NOISE`). Other warnings and errors pass; the cuInit error too on a machine
 with an NVIDIA device. RL755_TF_STARTUP_LOGS=1 shows everything.
 
+One more line comes later, at the first op of an integer type that oneDNN declines: "oneDNN
+supports DT_INT32 only on platforms with AVX-512. Falling back to the default Eigen-based
+implementation", at error level, once per process, even on CPUs that have AVX-512 (TFP's
+mixture sampling transposes int32 indices: every dream worker printed it). Nothing is wrong:
+Eigen computes it. `absorb_onednn_type_notice()` (the MDN head calls it) runs one such op
+under the filter first, so the process has printed it and never shows it.
+
 Two workers each using every core for math slow each other down ~5x (measured on the
 World Models PyTorch port); call `limit_threads(n)` before TF runs any op.
 """
@@ -35,6 +42,8 @@ NOISE = (
     "Unable to register cuBLAS factory",
     "computation placer already registered",
 )
+# Printed once per process at the first integer op oneDNN declines (`absorb_onednn_type_notice`).
+ONEDNN_TYPE_NOTICE = "Falling back to the default Eigen-based implementation"
 # ... and on a machine without an NVIDIA device (on a GPU node they matter).
 NOISE_WITHOUT_GPU = ("failed call to cuInit",)
 
@@ -51,9 +60,10 @@ def is_noise(line: str) -> bool:
 
 
 @contextlib.contextmanager
-def filtered_stderr():
+def filtered_stderr(also: tuple[str, ...] = ()):
     """Catches what the process writes to file descriptor 2 in the body (C++ code too) and
-    writes it back without the `is_noise` lines when the body ends."""
+    writes it back without the `is_noise` lines (nor those containing one of `also`) when the
+    body ends."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
@@ -67,7 +77,9 @@ def filtered_stderr():
             os.close(saved)
             tmp.seek(0)
             lines = tmp.read().decode(errors="replace").splitlines(keepends=True)
-            kept = "".join(line for line in lines if not is_noise(line))
+            kept = "".join(
+                line for line in lines if not is_noise(line) and not any(a in line for a in also)
+            )
             if kept:
                 os.write(2, kept.encode())
 
@@ -103,6 +115,23 @@ def quiet() -> None:
         return
     if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
+
+
+_absorbed = False
+
+
+def absorb_onednn_type_notice() -> None:
+    """Runs one int32 op (eagerly, also while a tf.function traces) with its oneDNN notice
+    filtered out, once per process, so the notice (module docstring) never reaches the
+    user. A no-op with RL755_TF_STARTUP_LOGS=1."""
+    global _absorbed
+    if _absorbed or os.environ.get("RL755_TF_STARTUP_LOGS") == "1":
+        return
+    _absorbed = True
+    import tensorflow as tf
+
+    with filtered_stderr(also=(ONEDNN_TYPE_NOTICE,)), tf.init_scope():
+        tf.transpose(tf.zeros([1, 2], tf.int32))
 
 
 def limit_threads(num_threads: int | None) -> None:

@@ -422,4 +422,12 @@ MUTATIONS = [
         ),
         what="with nothing trained, the world-model tour no longer opens the shipped models",
     ),
+    dict(
+        name="onednn_notice_not_absorbed",
+        file="rl755/models/common/sequential_heads.py",
+        old="        tf_setup.absorb_onednn_type_notice()  # sampling transposes int32 indices",
+        new="        pass",
+        tests=(f"{LOGS}::test_mixture_sampling_prints_no_onednn_type_notice",),
+        what="every process that samples the MDN prints oneDNN's DT_INT32 notice again",
+    ),
 ]

@@ -21,6 +21,8 @@ import keras
 import tensorflow as tf
 import tensorflow_probability as tfp
 
+from rl755.common import tf_setup
+
 tfd = tfp.distributions
 
 
@@ -100,6 +102,7 @@ class MixtureDensityHead(keras.layers.Layer):
         """The mixture over each latent dimension, batch shape [..., Z]; at temperature tau
         the mixture logits are divided by tau and the standard deviations multiplied by
         sqrt(tau) (Ha & Schmidhuber 2018)."""
+        tf_setup.absorb_onednn_type_notice()  # sampling transposes int32 indices
         tau = tf.convert_to_tensor(temperature, tf.float32)
         return tfd.MixtureSameFamily(
             mixture_distribution=tfd.Categorical(logits=outputs["mdn_logits"] / tau),
