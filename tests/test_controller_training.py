@@ -107,6 +107,77 @@ def test_rerun_resumes_generation_count_and_cma_state_exactly(tmp_path):
     np.testing.assert_array_equal(resumed["es"].pc, whole["es"].pc)
 
 
+def test_final_selection_replays_the_best_evaluated_candidates_on_new_seeds(tmp_path):
+    """--select_episodes: the top evaluated candidates play more episodes on seeds no
+    evaluation used, and the best of them on those is the saved controller."""
+    from rl755.controller.cma_config import eval_seeds, selection_seeds
+    from rl755.controller.cma_state import SELECTION
+    from rl755.controller.real_eval import RealEvaluator
+
+    spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
+    d = tmp_path / "s"
+    cfg = small(sigma=1.0, seed=0, generations=3, eval_every=1, eval_episodes=2)
+    plain = run_cma_es(spec, str(d), cfg)
+    assert plain["selection"] is None and not (d / SELECTION).exists()
+    assert saved.load_trained_controller(str(d)).meta["score_source"] == "real_evaluation"
+
+    select = dataclasses.replace(cfg, select_episodes=6, select_top=3)
+    out = run_cma_es(spec, str(d), select)  # a finished run: only the selection is added
+    assert len(out["history"]) == 3
+    selection = json.loads((d / SELECTION).read_text())
+    top = sorted(plain["evals"], key=lambda e: e["mean"], reverse=True)[:3]
+    assert [(c["generation"], c["candidate"]) for c in selection["candidates"]] == [
+        (e["generation"], e["candidate"]) for e in top
+    ]
+    seeds = selection_seeds(select.seed, 6)
+    assert selection["seeds"] == seeds.tolist()
+    assert not set(seeds.tolist()) & set(eval_seeds(select.seed, 2).tolist())
+    real = RealEvaluator(spec, ENV.make_fn())
+    for c, e in zip(selection["candidates"], top):
+        replay = real.evaluate(np.repeat(e["params"][None], 6, axis=0), seeds, 24)["returns"]
+        np.testing.assert_allclose(c["returns"], replay)
+        assert c["eval_mean"] == e["mean"]
+    best = max(selection["candidates"], key=lambda c: c["mean"])
+    (chosen,) = [
+        e
+        for e in top
+        if (e["generation"], e["candidate"]) == (best["generation"], best["candidate"])
+    ]
+    trained = saved.load_trained_controller(str(d))
+    assert trained.meta["score_source"] == "selection" and trained.meta["score"] == best["mean"]
+    np.testing.assert_array_equal(trained.params, chosen["params"])
+
+    written = os.stat(d / SELECTION).st_mtime_ns
+    run_cma_es(spec, str(d), select)  # the same command again: nothing replayed
+    assert os.stat(d / SELECTION).st_mtime_ns == written
+    more = run_cma_es(spec, str(d), dataclasses.replace(select, generations=4))
+    assert more["selection"]["generation"] == 4  # a resumed run selects again at its end
+    assert json.loads((d / SELECTION).read_text())["generation"] == 4
+    with pytest.raises(ValueError, match="--eval_every"):
+        small(select_episodes=4).validate()
+
+
+def test_the_selection_outranks_the_evaluations_only_at_its_generation():
+    """What is saved when the selection's best is not the evaluations' best, and once the
+    run has gone on past the selection."""
+    evals = [
+        {"generation": g, "candidate": c, "mean": m, "params": np.full(2, p)}
+        for g, c, m, p in ((5, "best_member", 700.0, 1.0), (10, "cma_mean", 650.0, 2.0))
+    ]
+    selection = {
+        "generation": 10,
+        "candidates": [
+            {"generation": 5, "candidate": "best_member", "mean": 600.0},
+            {"generation": 10, "candidate": "cma_mean", "mean": 640.0},
+        ],
+    }
+    ckpt = {"generation": 10, "evals": evals, "selection": selection}
+    params, score, source, generation = saved.select_params(ckpt)
+    assert (params.tolist(), score, source, generation) == ([2.0, 2.0], 640.0, "selection", 10)
+    params, score, source, _ = saved.select_params(dict(ckpt, generation=11))
+    assert (params.tolist(), score, source) == ([1.0, 1.0], 700.0, "real_evaluation")
+
+
 def test_initial_params_start_cma_at_a_trained_controller(tmp_path):
     """--initial_params: a new run's CMA-ES mean starts at a trained controller's parameters
     (going on from a shipped controller on a new machine), so its first generation already

@@ -25,6 +25,12 @@ def eval_seeds(seed: int, episodes: int) -> np.ndarray:
     return derived_seeds(seed, 2, n=episodes)
 
 
+def selection_seeds(seed: int, episodes: int) -> np.ndarray:
+    """Seeds of the final selection's episodes (`CmaConfig.select_episodes`), none of them
+    an evaluation's: [S]."""
+    return derived_seeds(seed, 7, n=episodes)
+
+
 @dataclasses.dataclass
 class CmaConfig:
     """Attributes:
@@ -46,6 +52,11 @@ class CmaConfig:
     initial_params: a controller to start from: its `controller_params.npy`, or the
       directory (a trained controller's model_dir) holding one. CMA-ES's mean starts there
       instead of at 0; a resumed run ignores it (its checkpoint holds the mean).
+    select_episodes: S > 0: when the run has its `generations`, the `select_top` candidates
+      with the best real evaluations play S more real episodes each, on seeds no evaluation
+      used (`selection_seeds`), and the saved controller is the best of them on those: a
+      choice among noisy `eval_episodes`-episode means alone is winner's-cursed. 0: off.
+    select_top: K, how many of the evaluated candidates the selection replays.
     """
 
     mode: str = "real"
@@ -61,6 +72,8 @@ class CmaConfig:
     eval_episodes: int = 16
     dream_initial_states: int = 256
     initial_params: str | None = None
+    select_episodes: int = 0
+    select_top: int = 4
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -74,6 +87,16 @@ class CmaConfig:
             raise ValueError(f"done_threshold must be in [0, 1), got {self.done_threshold}.")
         if self.sigma <= 0:
             raise ValueError(f"sigma must be > 0, got {self.sigma}.")
+        if self.select_episodes < 0 or self.select_top < 1:
+            raise ValueError(
+                f"select_episodes must be >= 0 and select_top >= 1, got {self.select_episodes} "
+                f"and {self.select_top}."
+            )
+        if self.select_episodes and self.eval_every <= 0:
+            raise ValueError(
+                "--select_episodes replays the candidates of the real evaluations: give "
+                "--eval_every > 0 too."
+            )
 
     def evaluates_at(self, generation: int) -> bool:
         """Whether the best member plays real evaluation episodes after `generation` (1-based)."""

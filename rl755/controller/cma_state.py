@@ -13,6 +13,11 @@ The state is a dict (what `rl755.controller.saved.select_params` reads):
     evals            one record per real evaluation of a candidate {"generation",
                      "candidate" ("best_member" or "cma_mean"), "mean", "std",
                      "train_fitness", "params" float64 [N]}
+    selection        None, or the final selection of the run's generation count (written by
+                     `cma_train.select_controller` to `SELECTION`): {"generation", "episodes",
+                     "top", "seeds", "candidates": [{"generation", "candidate", "eval_mean",
+                     "mean", "std", "returns"}]}; the saved controller is its best candidate
+                     while the run has that many generations
 
 Saved after every generation as a checkpoint of rl755.common.checkpoints (the newest
 `KEEP_CHECKPOINTS` are kept):
@@ -38,6 +43,7 @@ from identical B and D. A checkpoint is therefore ~8 N^2 bytes (full) or ~P x N 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -51,6 +57,7 @@ log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 2
 OLD_FORMAT_FILE = "checkpoint.pkl"  # the trainer's single pickle before the common format
 SUMMARY = "summary.json"
+SELECTION = "selection.json"  # the final selection (cma_train.select_controller)
 FULL_COVARIANCE_MAX_PARAMS = 2_000  # above this, diagonal CMA-ES (see the module docstring)
 
 
@@ -135,6 +142,7 @@ def new_state(
         "best_fitness": -np.inf,
         "history": [],
         "evals": [],
+        "selection": None,
     }
 
 
@@ -196,7 +204,21 @@ def load_state(model_dir: str) -> dict | None:
         "best_fitness": float(info["best_fitness"]),
         "history": list(info["history"]),
         "evals": evals,
+        "selection": load_selection(model_dir),
     }
+
+
+def load_selection(model_dir: str) -> dict | None:
+    """The run's final selection (`SELECTION`), or None."""
+    path = os.path.join(model_dir, SELECTION)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def save_selection(model_dir: str, selection: dict) -> None:
+    sharded_io.write_json_atomic(os.path.join(model_dir, SELECTION), selection)
 
 
 def write_summary(model_dir: str, state: dict) -> None:
@@ -208,6 +230,7 @@ def write_summary(model_dir: str, state: dict) -> None:
             "best_fitness": state["best_fitness"],
             "history": state["history"],
             "evals": [{k: v for k, v in e.items() if k != "params"} for e in state["evals"]],
+            "selection": state.get("selection"),
         },
     )
 

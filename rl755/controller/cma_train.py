@@ -19,8 +19,10 @@ are shared by all members of the generation; its fitness is the mean return. The
   (`controller.json` + `controller_params.npy`, see `rl755.controller.saved`);
 - `<model_dir>/learning_curve.png` and `<model_dir>/summary.json`.
 
-Every `eval_every` generations the generation's best member plays `eval_episodes` real
-episodes on fixed seeds. Rerunning with the same `model_dir` resumes the generation count
+Every `eval_every` generations the generation's best member and the CMA-ES mean play
+`eval_episodes` real episodes on fixed seeds; with `select_episodes`, the best-evaluated
+candidates play that many more at the end and the best of them is saved (`select_controller`).
+Rerunning with the same `model_dir` resumes the generation count
 and CMA-ES state exactly (CMA-ES's sampling in generation g is seeded by (seed, g)).
 """
 
@@ -41,6 +43,7 @@ from rl755.controller.cma_config import (
     PoolConfig,
     derived_seeds,
     eval_seeds,
+    selection_seeds,
     trial_seeds,
 )
 from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
@@ -128,7 +131,8 @@ def run_cma_es(
       real_evaluator: an existing pool for real episodes (kept open); default: one is built
         from `pool` and closed at the end.
     Returns:
-      {"generation", "best_fitness", "best_params" [N], "history", "evals", "model_dir", "es"}.
+      {"generation", "best_fitness", "best_params" [N], "history", "evals", "selection",
+      "model_dir", "es"}.
     """
     import dataclasses
 
@@ -168,7 +172,8 @@ def run_cma_es(
     real = real_evaluator
     dream = None
     try:
-        if need_real and start < cfg.generations and real is None:
+        selects = start >= cfg.generations and _needs_selection(state, cfg)
+        if need_real and (start < cfg.generations or selects) and real is None:
             real = RealEvaluator(spec, make_env, **pool.evaluator_kwargs())
         if cfg.mode == "dream" and start < cfg.generations:
             init_seeds = (
@@ -278,6 +283,10 @@ def run_cma_es(
                 total_steps,
                 record["steps_per_s"],
             )
+        if _needs_selection(state, cfg):
+            state["selection"] = select_controller(real, cfg, state)
+            cma_state.save_selection(model_dir, state["selection"])
+            saved.save_trained_controller(model_dir, state)
     finally:
         if real is not None and real is not real_evaluator:
             real.close()
@@ -289,8 +298,72 @@ def run_cma_es(
         "best_params": state["best_params"],
         "history": state["history"],
         "evals": state["evals"],
+        "selection": state.get("selection"),
         "model_dir": model_dir,
         "es": es,
+    }
+
+
+def _needs_selection(state: dict, cfg: CmaConfig) -> bool:
+    """Whether the run is at its generation count with evaluations and without the final
+    selection these settings ask for (a rerun of a finished run only adds a missing one)."""
+    if not cfg.select_episodes or not state["evals"] or state["generation"] < cfg.generations:
+        return False
+    done = state.get("selection") or {}
+    asked = (state["generation"], cfg.select_episodes, cfg.select_top, cfg.seed)
+    return (
+        done.get("generation"),
+        done.get("episodes"),
+        done.get("top"),
+        done.get("seed"),
+    ) != asked
+
+
+def select_controller(real: RealEvaluator, cfg: CmaConfig, state: dict) -> dict:
+    """The final selection (`CmaConfig.select_episodes`): the `select_top` evaluated
+    candidates with the best evaluation means each play `select_episodes` real episodes on
+    `selection_seeds`, in one batch; returns the record `cma_state` describes."""
+    top = sorted(state["evals"], key=lambda e: e["mean"], reverse=True)[: cfg.select_top]
+    seeds = selection_seeds(cfg.seed, cfg.select_episodes)
+    log.info(
+        "Selection: the %d best-evaluated candidates play %d more real episodes each.",
+        len(top),
+        len(seeds),
+    )
+    params = np.stack([np.asarray(e["params"], np.float32) for e in top])  # [K, N]
+    ev = real.evaluate(
+        np.repeat(params, len(seeds), axis=0), np.tile(seeds, len(top)), cfg.rollout_max_steps
+    )
+    returns = np.asarray(ev["returns"]).reshape(len(top), len(seeds))  # [K, S]
+    candidates = []
+    for e, row in zip(top, returns):
+        candidates.append(
+            {
+                "generation": e["generation"],
+                "candidate": e["candidate"],
+                "eval_mean": e["mean"],
+                "mean": float(np.mean(row)),
+                "std": float(np.std(row)),
+                "returns": row.tolist(),
+            }
+        )
+        log.info(
+            "Selection: generation %d %s: %.2f +- %.2f over %d new episodes (evaluation: %.2f).",
+            e["generation"],
+            e["candidate"].replace("_", " "),
+            candidates[-1]["mean"],
+            candidates[-1]["std"],
+            len(seeds),
+            e["mean"],
+        )
+    return {
+        "generation": state["generation"],
+        "episodes": cfg.select_episodes,
+        "top": cfg.select_top,
+        "seed": cfg.seed,
+        "seeds": seeds.tolist(),
+        "steps": int(np.sum(ev["steps"])),
+        "candidates": candidates,
     }
 
 

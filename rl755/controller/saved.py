@@ -6,8 +6,10 @@ A controller model directory (written by `cma_train.run_cma_es` every generation
                               "action_size", "num_params", "encoder", "sequential_model",
                               "generation", "score", "score_source", "mode" (real or dream),
                               "temperature" (dream), "cma_covariance" (full or diagonal)}
-    controller_params.npy    float64 [N], the selected parameters: the best member by real
-                             evaluation if any was run, else the best by training fitness
+    controller_params.npy    float64 [N], the selected parameters: the best of the final
+                             selection (--select_episodes) if one was run, else the best
+                             candidate by real evaluation if any was run, else the best member
+                             by training fitness (`select_params`)
     model-NNN.json, ...      CMA-ES state (for resuming), see cma_state
 
     trained = load_trained_controller(model_dir)
@@ -48,7 +50,18 @@ def controller_meta(spec, controller) -> dict:
 
 
 def select_params(ckpt: dict) -> tuple[np.ndarray, float, str, int]:
-    """(params, score, source, generation) of the controller to use from a checkpoint dict."""
+    """(params, score, source, generation) of the controller to use from a checkpoint dict:
+    the best of the final selection when it is of the run's generation count (cma_state), else
+    the best real evaluation, else the best member by training fitness."""
+    selection = ckpt.get("selection")
+    if selection and selection["generation"] == ckpt["generation"]:
+        best = max(selection["candidates"], key=lambda c: c["mean"])
+        (params,) = [
+            e["params"]
+            for e in ckpt["evals"]
+            if (e["generation"], e["candidate"]) == (best["generation"], best["candidate"])
+        ]
+        return params, best["mean"], "selection", best["generation"]
     if ckpt.get("evals"):
         best = max(ckpt["evals"], key=lambda e: e["mean"])
         return best["params"], best["mean"], "real_evaluation", best["generation"]

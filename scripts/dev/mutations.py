@@ -430,4 +430,28 @@ MUTATIONS = [
         tests=(f"{LOGS}::test_mixture_sampling_prints_no_onednn_type_notice",),
         what="every process that samples the MDN prints oneDNN's DT_INT32 notice again",
     ),
+    dict(
+        name="selection_ignored",
+        file="rl755/controller/saved.py",
+        old='if selection and selection["generation"] == ckpt["generation"]:',
+        new="if False:",
+        tests=(f"{CT}::test_the_selection_outranks_the_evaluations_only_at_its_generation",),
+        what="--select_episodes replays the candidates but the saved controller ignores it",
+    ),
+    dict(
+        name="stale_selection_kept",
+        file="rl755/controller/saved.py",
+        old='if selection and selection["generation"] == ckpt["generation"]:',
+        new="if selection:",
+        tests=(f"{CT}::test_the_selection_outranks_the_evaluations_only_at_its_generation",),
+        what="a run resumed past its selection keeps choosing by the old selection",
+    ),
+    dict(
+        name="selection_on_evaluation_seeds",
+        file="rl755/controller/cma_train.py",
+        old="seeds = selection_seeds(cfg.seed, cfg.select_episodes)",
+        new="seeds = eval_seeds(cfg.seed, cfg.select_episodes)",
+        tests=(f"{CT}::test_final_selection_replays_the_best_evaluated_candidates_on_new_seeds",),
+        what="the selection replays the evaluation's own seeds (no fresh episodes)",
+    ),
 ]

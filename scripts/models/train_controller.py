@@ -61,6 +61,14 @@ flags.DEFINE_integer(
     "Real evaluation of the best member and the CMA-ES mean every N gens (0=off); the best evaluated is saved.",
 )
 flags.DEFINE_integer("eval_episodes", 16, "Episodes of that evaluation.")
+flags.DEFINE_integer(
+    "select_episodes",
+    0,
+    "At the end, the --select_top best-evaluated candidates play this many more real episodes "
+    "(seeds no evaluation used) and the best of them on those is saved (0: off; needs "
+    "--eval_every). Rerunning a finished run with it adds the selection.",
+)
+flags.DEFINE_integer("select_top", 4, "How many evaluated candidates the selection replays.")
 flags.DEFINE_integer("parallelism", 2, "Ray workers for real episodes (0: in-process, no Ray).")
 flags.DEFINE_integer("envs_per_worker", 4, "Environments per worker stepped with batched nets.")
 flags.DEFINE_integer("threads_per_worker", 1, "TF threads (and Ray CPUs) per worker.")
@@ -110,6 +118,8 @@ def main(argv):
             eval_episodes=FLAGS.eval_episodes,
             dream_initial_states=FLAGS.dream_initial_states,
             initial_params=FLAGS.initial_params,
+            select_episodes=FLAGS.select_episodes,
+            select_top=FLAGS.select_top,
         ),
         pool=PoolConfig(
             parallelism=FLAGS.parallelism,
