@@ -1,12 +1,14 @@
 """World Models' Doom settings: a controller on [z, h, c], and dream episodes that end when the
 done head crosses a threshold (rl755.controller.agent / dream_eval / cma_train)."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from rl755.common import tensorboard
 from rl755.controller import networks, resolve, saved
 from rl755.controller.agent import AgentSpec, controller_features
 from rl755.controller.cma_train import CmaConfig, run_cma_es
@@ -144,3 +146,71 @@ def test_dream_training_records_both_settings(tmp_path):
     meta = json.loads((out_dir / "controller.json").read_text())
     assert meta["cell_state"] is True and meta["done_threshold"] == 0.2
     assert meta["input_size"] == 4 + 2 * catalogue.build(ENV, "mdn_rnn.mdn_rnn").hidden_size
+
+
+@pytest.mark.parametrize("model", ["exact", "hazard"])
+def test_dream_evaluations_and_selection_play_only_dreams(tmp_path, monkeypatch, model):
+    """--eval_in=dream: the evaluations and the final selection play dreams (initial state
+    seed % K, dream seed = the first seed), no real episode is played, and the best of them
+    is saved; a resume that asks for real evaluations is refused. Two models: the fake
+    environment's exact dynamics (where the episode's initial state matters) and a constant
+    hazard (where the dream's draws do)."""
+    from rl755.controller import cma_train
+    from rl755.controller.cma_config import derived_seeds, eval_seeds, selection_seeds
+    from rl755.controller.dream_eval import encoded_initial_states
+    from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder
+
+    class NoRealEpisodes:
+        def __init__(self, *a, **kw):
+            raise AssertionError("a real episode was played")
+
+    monkeypatch.setattr(cma_train, "RealEvaluator", NoRealEpisodes)
+    spec = AgentSpec(
+        ENV.name,
+        "LinearController",
+        encoder_fn=FakeLatentEncoder,
+        sequential_model_fn=FakeDynamicsModel if model == "exact" else lambda: ConstantHazard(0.1),
+    )
+    d = tmp_path / "d"
+    cfg = CmaConfig(
+        mode="dream", population_size=6, trials_per_member=3, generations=3, sigma=0.5, seed=3,
+        rollout_max_steps=24, eval_every=1, eval_episodes=4, dream_initial_states=8,
+        eval_in="dream",
+    )  # fmt: skip
+    plain = run_cma_es(spec, str(d), cfg)
+    assert {e["where"] for e in plain["evals"]} == {"dream"} and len(plain["evals"]) == 6
+    assert saved.load_trained_controller(str(d)).meta["score_source"] == "dream_evaluation"
+    validation = tensorboard.read_dir(d / "tensorboard" / "validation")
+    assert "eval/dream_mean" in validation and "eval/dream_to_real_gap" not in validation
+
+    encoder, seq = spec.build_models()
+    controller = spec.build_controller(encoder, seq)
+    z0 = encoded_initial_states(
+        ENV.make_fn(),
+        lambda f: encoder.compute_full_representation(f)[0].numpy(),
+        derived_seeds(cfg.seed, 3, n=8),
+    )
+    dream = DreamEvaluator(seq, controller, z0, cfg.rollout_max_steps, cfg.temperature)
+
+    def replay(params, seeds):
+        return dream.evaluate(params[None], seeds % 8, seed=int(seeds[0]))["returns"][0]
+
+    for e in plain["evals"]:
+        np.testing.assert_allclose(e["mean"], replay(e["params"], eval_seeds(cfg.seed, 4)).mean())
+
+    select = dataclasses.replace(cfg, select_episodes=6, select_top=2)
+    out = run_cma_es(spec, str(d), select)
+    selection = out["selection"]
+    assert selection["where"] == "dream" and len(selection["candidates"]) == 2
+    seeds = selection_seeds(cfg.seed, 6)
+    top = sorted(plain["evals"], key=lambda e: e["mean"], reverse=True)[:2]
+    for c, e in zip(selection["candidates"], top):
+        np.testing.assert_allclose(c["returns"], replay(e["params"], seeds))
+    best = max(selection["candidates"], key=lambda c: c["mean"])
+    trained = saved.load_trained_controller(str(d))
+    assert trained.meta["score_source"] == "selection" and trained.meta["score"] == best["mean"]
+
+    with pytest.raises(ValueError, match="evaluated its candidates in dream .* --eval_in=dream"):
+        run_cma_es(spec, str(d), dataclasses.replace(select, eval_in="real", generations=4))
+    with pytest.raises(ValueError, match="--eval_in=dream .* needs --mode=dream"):
+        CmaConfig(mode="real", eval_in="dream").validate()

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 MODES = ("real", "dream")
+EVAL_PLACES = ("real", "dream")  # where evaluations and the final selection play (eval_in)
 
 
 def derived_seeds(seed: int, *key: int, n: int) -> np.ndarray:
@@ -45,15 +46,20 @@ class CmaConfig:
     done_threshold: dream episode ends: 0 draws Bernoulli(done_prob) each step; p > 0 ends an
       episode as soon as done_prob > p (World Models' Doom dream ~ 0.09 with an unweighted
       head; rl755.controller.dream_eval).
-    eval_every: real evaluation of the generation's best member and of the CMA-ES mean every
+    eval_every: evaluation (`eval_in`) of the generation's best member and of the CMA-ES mean every
       this many generations (0: never); the saved controller is the best evaluated one.
     eval_episodes: episodes of that evaluation.
+    eval_in: where the evaluations and the final selection play: "real" episodes (on
+      `eval_seeds` / `selection_seeds`), or "dream" (mode "dream" only): dreams from the
+      training's initial states `seed % dream_initial_states`, drawn with a fixed dream seed
+      (the first of those seeds), so a dream controller is trained and chosen without a real
+      episode, as in World Models.
     dream_initial_states: K real reset frames encoded as dream starting points.
     initial_params: a controller to start from: its `controller_params.npy`, or the
       directory (a trained controller's model_dir) holding one. CMA-ES's mean starts there
       instead of at 0; a resumed run ignores it (its checkpoint holds the mean).
     select_episodes: S > 0: when the run has its `generations`, the `select_top` candidates
-      with the best real evaluations play S more real episodes each, on seeds no evaluation
+      with the best evaluations play S more episodes each (`eval_in`), on seeds no evaluation
       used (`selection_seeds`), and the saved controller is the best of them on those: a
       choice among noisy `eval_episodes`-episode means alone is winner's-cursed. 0: off.
     select_top: K, how many of the evaluated candidates the selection replays.
@@ -70,6 +76,7 @@ class CmaConfig:
     done_threshold: float = 0.0
     eval_every: int = 25
     eval_episodes: int = 16
+    eval_in: str = "real"
     dream_initial_states: int = 256
     initial_params: str | None = None
     select_episodes: int = 0
@@ -92,14 +99,23 @@ class CmaConfig:
                 f"select_episodes must be >= 0 and select_top >= 1, got {self.select_episodes} "
                 f"and {self.select_top}."
             )
+        if self.eval_in not in EVAL_PLACES:
+            raise ValueError(
+                f"Unknown --eval_in {self.eval_in!r}; valid: {', '.join(EVAL_PLACES)}."
+            )
+        if self.eval_in == "dream" and self.mode != "dream":
+            raise ValueError(
+                "--eval_in=dream evaluates inside the sequential model: it needs --mode=dream "
+                "(a real-mode run evaluates in real episodes)."
+            )
         if self.select_episodes and self.eval_every <= 0:
             raise ValueError(
-                "--select_episodes replays the candidates of the real evaluations: give "
+                "--select_episodes replays the candidates of the evaluations: give "
                 "--eval_every > 0 too."
             )
 
     def evaluates_at(self, generation: int) -> bool:
-        """Whether the best member plays real evaluation episodes after `generation` (1-based)."""
+        """Whether the best member plays evaluation episodes after `generation` (1-based)."""
         return self.eval_every > 0 and (
             generation % self.eval_every == 0 or generation == self.generations
         )

@@ -10,12 +10,13 @@ The state is a dict (what `rl755.controller.saved.select_params` reads):
     best_fitness     its fitness
     history          one record per generation {"generation", "mean", "best", "worst",
                      "steps", "seconds", "steps_per_s", "sigma"}
-    evals            one record per real evaluation of a candidate {"generation",
-                     "candidate" ("best_member" or "cma_mean"), "mean", "std",
+    evals            one record per evaluation of a candidate {"generation",
+                     "candidate" ("best_member" or "cma_mean"), "where" ("real" or
+                     "dream"; absent: real), "mean", "std",
                      "train_fitness", "params" float64 [N]}
     selection        None, or the final selection of the run's generation count (written by
                      `cma_train.select_controller` to `SELECTION`): {"generation", "episodes",
-                     "top", "seeds", "candidates": [{"generation", "candidate", "eval_mean",
+                     "top", "where", "seeds", "candidates": [{"generation", "candidate", "eval_mean",
                      "mean", "std", "returns"}]}; the saved controller is its best candidate
                      while the run has that many generations
 
@@ -250,7 +251,7 @@ def plot_learning_curve(
     title: str,
     steps_name: str = "environment steps",
 ) -> None:
-    """A PNG of the population's mean, best and worst fitness and the real evaluations,
+    """A PNG of the population's mean, best and worst fitness and the evaluations,
     against the generation, the steps played and the hours spent (three panels)."""
     gens = [h["generation"] for h in history]
     steps, hours = compute_used(history)
@@ -284,7 +285,7 @@ def plot_learning_curve(
                     fmt=fmt,
                     color=color,
                     capsize=3,
-                    label=f"{candidate.replace('_', ' ')}, real episodes",
+                    label=f"{candidate.replace('_', ' ')}, {points[0].get('where', 'real')} episodes",
                 )
         ax.set_xlabel(xlabel)
     from matplotlib.ticker import EngFormatter

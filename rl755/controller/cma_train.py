@@ -20,8 +20,9 @@ are shared by all members of the generation; its fitness is the mean return. The
 - `<model_dir>/learning_curve.png` and `<model_dir>/summary.json`.
 
 Every `eval_every` generations the generation's best member and the CMA-ES mean play
-`eval_episodes` real episodes on fixed seeds; with `select_episodes`, the best-evaluated
-candidates play that many more at the end and the best of them is saved (`select_controller`).
+`eval_episodes` episodes on fixed seeds, real ones or (`eval_in="dream"`) dreams; with
+`select_episodes`, the best-evaluated candidates play that many more at the end, in the same
+place, and the best of them is saved (`select_controller`).
 Rerunning with the same `model_dir` resumes the generation count
 and CMA-ES state exactly (CMA-ES's sampling in generation g is seeded by (seed, g)).
 """
@@ -168,14 +169,18 @@ def run_cma_es(
     logs = TrainingLogs(model_dir)
     if start < cfg.generations:
         logs.hparams(hparams or {**dataclasses.asdict(cfg), **dataclasses.asdict(pool)}, step=start)
-    need_real = cfg.mode == "real" or cfg.eval_every > 0
+    _check_eval_place(model_dir, state, cfg)
+    evaluates = cfg.eval_every > 0
+    need_real = cfg.mode == "real" or (evaluates and cfg.eval_in == "real")
     real = real_evaluator
     dream = None
     try:
         selects = start >= cfg.generations and _needs_selection(state, cfg)
         if need_real and (start < cfg.generations or selects) and real is None:
             real = RealEvaluator(spec, make_env, **pool.evaluator_kwargs())
-        if cfg.mode == "dream" and start < cfg.generations:
+        if cfg.mode == "dream" and (
+            start < cfg.generations or (selects and cfg.eval_in == "dream")
+        ):
             init_seeds = (
                 derived_seeds(cfg.seed, 3, n=cfg.dream_initial_states)
                 if dream_initial_seeds is None
@@ -252,14 +257,16 @@ def run_cma_es(
             )
             if cfg.evaluates_at(gen + 1):
                 candidates = {"best_member": solutions[best], "cma_mean": np.array(es.mean)}
-                best_member, cma_mean = _evaluate_candidates(real, cfg, candidates, record)
+                play = _player(cfg, real, dream)
+                best_member, cma_mean = _evaluate_candidates(play, cfg, candidates, record)
                 state["evals"] += [best_member, cma_mean]
+                where = cfg.eval_in
                 scalars = {
-                    "eval/real_mean": best_member["mean"],
-                    "eval/real_std": best_member["std"],
-                    "eval/cma_mean_real_mean": cma_mean["mean"],
+                    f"eval/{where}_mean": best_member["mean"],
+                    f"eval/{where}_std": best_member["std"],
+                    f"eval/cma_mean_{where}_mean": cma_mean["mean"],
                 }
-                if cfg.mode == "dream":
+                if cfg.mode == "dream" and where == "real":
                     scalars["eval/dream_to_real_gap"] = record["best"] - best_member["mean"]
                 logs.scalars("validation", gen + 1, scalars)
             logs.flush()
@@ -284,7 +291,7 @@ def run_cma_es(
                 record["steps_per_s"],
             )
         if _needs_selection(state, cfg):
-            state["selection"] = select_controller(real, cfg, state)
+            state["selection"] = select_controller(_player(cfg, real, dream), cfg, state)
             cma_state.save_selection(model_dir, state["selection"])
             saved.save_trained_controller(model_dir, state)
     finally:
@@ -304,6 +311,48 @@ def run_cma_es(
     }
 
 
+def _player(cfg: CmaConfig, real: RealEvaluator | None, dream: DreamEvaluator | None):
+    """play(params [C, N], seeds [S]) -> (returns [C, S], env or dream steps in all): every
+    candidate plays an episode per seed where `cfg.eval_in` says, in one batch.
+
+    Real: the seeds are reset seeds. Dream: seed s starts from initial state s % K (the
+    training's K dream starting points) and the dreams are drawn with the dream seed
+    seeds[0], so the same seeds replay the same dreams and other seeds draw others. Each
+    candidate dreams in its own batch, so all of them get the same draws (as real candidates
+    get the same seeds): a candidate's returns are `dream.evaluate(params[None], seeds % K,
+    seed=seeds[0])`, whoever else is evaluated."""
+
+    def play_real(params, seeds):
+        ev = real.evaluate(
+            np.repeat(params, len(seeds), axis=0),
+            np.tile(seeds, len(params)),
+            cfg.rollout_max_steps,
+        )
+        returns = np.asarray(ev["returns"]).reshape(len(params), len(seeds))
+        return returns, int(np.sum(ev["steps"]))
+
+    def play_dream(params, seeds):
+        seeds = np.asarray(seeds, np.int64)
+        ids = seeds % len(dream.initial_z)
+        evs = [dream.evaluate(p[None], ids, seed=int(seeds[0])) for p in params]
+        returns = np.concatenate([ev["returns"] for ev in evs])  # [C, S]
+        return returns, int(sum(np.sum(ev["steps"]) for ev in evs))
+
+    return play_dream if cfg.eval_in == "dream" else play_real
+
+
+def _check_eval_place(model_dir: str, state: dict, cfg: CmaConfig) -> None:
+    """A resumed run keeps evaluating where it did: its evaluations are compared with each
+    other to choose the saved controller."""
+    places = {e.get("where", "real") for e in state["evals"]}
+    if places and places != {cfg.eval_in}:
+        raise ValueError(
+            f"{model_dir} evaluated its candidates in {'/'.join(sorted(places))} episodes; this "
+            f"run asks --eval_in={cfg.eval_in}. Keep --eval_in={places.pop()} to resume, or use "
+            "another --model_dir."
+        )
+
+
 def _needs_selection(state: dict, cfg: CmaConfig) -> bool:
     """Whether the run is at its generation count with evaluations and without the final
     selection these settings ask for (a rerun of a finished run only adds a missing one)."""
@@ -319,22 +368,22 @@ def _needs_selection(state: dict, cfg: CmaConfig) -> bool:
     ) != asked
 
 
-def select_controller(real: RealEvaluator, cfg: CmaConfig, state: dict) -> dict:
+def select_controller(play, cfg: CmaConfig, state: dict) -> dict:
     """The final selection (`CmaConfig.select_episodes`): the `select_top` evaluated
-    candidates with the best evaluation means each play `select_episodes` real episodes on
-    `selection_seeds`, in one batch; returns the record `cma_state` describes."""
+    candidates with the best evaluation means each play `select_episodes` episodes on
+    `selection_seeds` (`play`: `_player`, real or dream), in one batch; returns the record
+    `cma_state` describes."""
     top = sorted(state["evals"], key=lambda e: e["mean"], reverse=True)[: cfg.select_top]
     seeds = selection_seeds(cfg.seed, cfg.select_episodes)
+    where = cfg.eval_in
     log.info(
-        "Selection: the %d best-evaluated candidates play %d more real episodes each.",
+        "Selection: the %d best-evaluated candidates play %d more %s episodes each.",
         len(top),
         len(seeds),
+        where,
     )
     params = np.stack([np.asarray(e["params"], np.float32) for e in top])  # [K, N]
-    ev = real.evaluate(
-        np.repeat(params, len(seeds), axis=0), np.tile(seeds, len(top)), cfg.rollout_max_steps
-    )
-    returns = np.asarray(ev["returns"]).reshape(len(top), len(seeds))  # [K, S]
+    returns, steps = play(params, seeds)  # [K, S]
     candidates = []
     for e, row in zip(top, returns):
         candidates.append(
@@ -348,12 +397,13 @@ def select_controller(real: RealEvaluator, cfg: CmaConfig, state: dict) -> dict:
             }
         )
         log.info(
-            "Selection: generation %d %s: %.2f +- %.2f over %d new episodes (evaluation: %.2f).",
+            "Selection: generation %d %s: %.2f +- %.2f over %d new %s episodes (evaluation: %.2f).",
             e["generation"],
             e["candidate"].replace("_", " "),
             candidates[-1]["mean"],
             candidates[-1]["std"],
             len(seeds),
+            where,
             e["mean"],
         )
     return {
@@ -361,15 +411,17 @@ def select_controller(real: RealEvaluator, cfg: CmaConfig, state: dict) -> dict:
         "episodes": cfg.select_episodes,
         "top": cfg.select_top,
         "seed": cfg.seed,
+        "where": where,
         "seeds": seeds.tolist(),
-        "steps": int(np.sum(ev["steps"])),
+        "steps": steps,
         "candidates": candidates,
     }
 
 
-def _evaluate_candidates(real: RealEvaluator, cfg: CmaConfig, candidates: dict, record) -> list:
+def _evaluate_candidates(play, cfg: CmaConfig, candidates: dict, record) -> list:
     """Each candidate ({name: params [N]}: the generation's best member and the CMA-ES mean)
-    on the fixed real evaluation seeds, in one batch; one eval record per candidate.
+    on the fixed evaluation seeds (`play`: `_player`, real or dream), in one batch; one eval
+    record per candidate.
 
     The mean is a candidate because with few noisy trials the best member's fitness is
     partly luck (winner's curse), while the mean averages the population's information."""
@@ -377,14 +429,9 @@ def _evaluate_candidates(real: RealEvaluator, cfg: CmaConfig, candidates: dict, 
     t0 = time.monotonic()
     names = list(candidates)
     params = np.stack([np.asarray(candidates[n], np.float32) for n in names])  # [C, N]
-    ev = real.evaluate(
-        np.repeat(params, len(ev_seeds), axis=0),
-        np.tile(ev_seeds, len(names)),
-        cfg.rollout_max_steps,
-    )
-    returns = np.asarray(ev["returns"]).reshape(len(names), len(ev_seeds))  # [C, E]
-    # The evaluation's real steps and time count in the run's compute (learning curve).
-    record["eval_steps"] = int(np.sum(ev["steps"]))
+    returns, steps = play(params, ev_seeds)  # [C, E]
+    # The evaluation's steps and time count in the run's compute (learning curve).
+    record["eval_steps"] = steps
     record["eval_seconds"] = time.monotonic() - t0
     out = []
     for name, row in zip(names, returns):
@@ -392,6 +439,7 @@ def _evaluate_candidates(real: RealEvaluator, cfg: CmaConfig, candidates: dict, 
             {
                 "generation": record["generation"],
                 "candidate": name,
+                "where": cfg.eval_in,
                 "mean": float(np.mean(row)),
                 "std": float(np.std(row)),
                 "train_fitness": record["best"],
@@ -399,12 +447,13 @@ def _evaluate_candidates(real: RealEvaluator, cfg: CmaConfig, candidates: dict, 
             }
         )
         log.info(
-            "Generation %d: %s scores %.2f +- %.2f over %d real episodes.",
+            "Generation %d: %s scores %.2f +- %.2f over %d %s episodes.",
             record["generation"],
             name.replace("_", " "),
             out[-1]["mean"],
             out[-1]["std"],
             len(ev_seeds),
+            cfg.eval_in,
         )
     return out
 

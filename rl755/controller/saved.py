@@ -8,7 +8,7 @@ A controller model directory (written by `cma_train.run_cma_es` every generation
                               "temperature" (dream), "cma_covariance" (full or diagonal)}
     controller_params.npy    float64 [N], the selected parameters: the best of the final
                              selection (--select_episodes) if one was run, else the best
-                             candidate by real evaluation if any was run, else the best member
+                             candidate by evaluation (--eval_in) if any was run, else the best member
                              by training fitness (`select_params`)
     model-NNN.json, ...      CMA-ES state (for resuming), see cma_state
 
@@ -52,7 +52,8 @@ def controller_meta(spec, controller) -> dict:
 def select_params(ckpt: dict) -> tuple[np.ndarray, float, str, int]:
     """(params, score, source, generation) of the controller to use from a checkpoint dict:
     the best of the final selection when it is of the run's generation count (cma_state), else
-    the best real evaluation, else the best member by training fitness."""
+    the best evaluation (source "real_evaluation" or "dream_evaluation"), else the best member
+    by training fitness."""
     selection = ckpt.get("selection")
     if selection and selection["generation"] == ckpt["generation"]:
         best = max(selection["candidates"], key=lambda c: c["mean"])
@@ -64,7 +65,8 @@ def select_params(ckpt: dict) -> tuple[np.ndarray, float, str, int]:
         return params, best["mean"], "selection", best["generation"]
     if ckpt.get("evals"):
         best = max(ckpt["evals"], key=lambda e: e["mean"])
-        return best["params"], best["mean"], "real_evaluation", best["generation"]
+        source = f"{best.get('where', 'real')}_evaluation"
+        return best["params"], best["mean"], source, best["generation"]
     gen = max(
         (h for h in ckpt["history"] if h["best"] == ckpt["best_fitness"]),
         key=lambda h: h["generation"],

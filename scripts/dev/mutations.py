@@ -5,6 +5,7 @@ Keep `old` short but unique; tests/test_mutations.py checks that every entry sti
 """
 
 CT = "tests/test_controller_training.py"
+DO = "tests/test_dream_options.py"
 CONTROLLERS = "tests/test_controllers.py"
 ENCODER = "tests/test_encoder.py"
 ROLLOUTS = "tests/test_rollouts.py"
@@ -453,5 +454,29 @@ MUTATIONS = [
         new="seeds = eval_seeds(cfg.seed, cfg.select_episodes)",
         tests=(f"{CT}::test_final_selection_replays_the_best_evaluated_candidates_on_new_seeds",),
         what="the selection replays the evaluation's own seeds (no fresh episodes)",
+    ),
+    dict(
+        name="dream_evaluation_plays_real",
+        file="rl755/controller/cma_train.py",
+        old='    return play_dream if cfg.eval_in == "dream" else play_real',
+        new="    return play_real",
+        tests=(f"{DO}::test_dream_evaluations_and_selection_play_only_dreams",),
+        what="--eval_in=dream evaluates and selects in real episodes",
+    ),
+    dict(
+        name="dream_evaluation_seed_not_the_first",
+        file="rl755/controller/cma_train.py",
+        old="seed=int(seeds[0])) for p in params",
+        new="seed=int(seeds[-1])) for p in params",
+        tests=(f"{DO}::test_dream_evaluations_and_selection_play_only_dreams",),
+        what="dream evaluations draw with another dream seed than the documented one",
+    ),
+    dict(
+        name="dream_evaluation_candidates_share_a_batch",
+        file="rl755/controller/cma_train.py",
+        old="evs = [dream.evaluate(p[None], ids, seed=int(seeds[0])) for p in params]",
+        new="evs = [dream.evaluate(params, ids, seed=int(seeds[0]))]",
+        tests=(f"{DO}::test_dream_evaluations_and_selection_play_only_dreams",),
+        what="dream candidates batched together, so each gets other draws",
     ),
 ]

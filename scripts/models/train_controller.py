@@ -58,15 +58,23 @@ flags.DEFINE_integer("dream_initial_states", 256, "Encoded real reset frames to 
 flags.DEFINE_integer(
     "eval_every",
     25,
-    "Real evaluation of the best member and the CMA-ES mean every N gens (0=off); the best evaluated is saved.",
+    "Evaluation of the best member and the CMA-ES mean every N gens (0=off; where: --eval_in); "
+    "the best evaluated is saved.",
 )
 flags.DEFINE_integer("eval_episodes", 16, "Episodes of that evaluation.")
+flags.DEFINE_enum(
+    "eval_in",
+    "real",
+    ["real", "dream"],
+    "Where the evaluations and the selection play: real episodes, or (--mode=dream) dreams "
+    "from the training's initial states, so no real episode chooses the saved controller.",
+)
 flags.DEFINE_integer(
     "select_episodes",
     0,
-    "At the end, the --select_top best-evaluated candidates play this many more real episodes "
-    "(seeds no evaluation used) and the best of them on those is saved (0: off; needs "
-    "--eval_every). Rerunning a finished run with it adds the selection.",
+    "At the end, the --select_top best-evaluated candidates play this many more episodes "
+    "(--eval_in; seeds no evaluation used) and the best of them on those is saved (0: off; "
+    "needs --eval_every). Rerunning a finished run with it adds the selection.",
 )
 flags.DEFINE_integer("select_top", 4, "How many evaluated candidates the selection replays.")
 flags.DEFINE_integer("parallelism", 2, "Ray workers for real episodes (0: in-process, no Ray).")
@@ -116,6 +124,7 @@ def main(argv):
             done_threshold=FLAGS.done_threshold,
             eval_every=FLAGS.eval_every,
             eval_episodes=FLAGS.eval_episodes,
+            eval_in=FLAGS.eval_in,
             dream_initial_states=FLAGS.dream_initial_states,
             initial_params=FLAGS.initial_params,
             select_episodes=FLAGS.select_episodes,
