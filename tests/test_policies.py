@@ -107,6 +107,56 @@ def test_collect_rollouts_takes_a_policy_constructor(tmp_path):
         collect.collect_rollouts("FAKE_PIXELS", 3, progress=False, **kw)
 
 
+def test_policy_kwargs_reach_the_constructor_and_the_run_tag(tmp_path):
+    """--policy_kwargs: parsed to numbers/booleans/text, given to the named policy's
+    constructor (the rollouts equal those of the same constructor passed directly), and part
+    of the run tag; bad pairs and a controller with kwargs fail before anything is written."""
+    import pickle
+
+    assert collect.parse_policy_kwargs(["period=3", "scale=0.5", "flag=True", "name=left"]) == {
+        "period": 3,
+        "scale": 0.5,
+        "flag": True,
+        "name": "left",
+    }
+    kw = dict(num_rollouts=2, parallelism=1, max_steps=24, seed=1, progress=False)
+
+    def actions(out):
+        return [
+            np.asarray(pickle.load(open(os.path.join(out, f), "rb"))[0].action_l)
+            for f in sorted(os.listdir(out))
+            if f.endswith(".pickle")
+        ]
+
+    named = collect.collect_rollouts(
+        "FAKE_PIXELS", "SmoothNoisePolicy", out_dir=str(tmp_path / "a"),
+        policy_kwargs={"period": 3.0, "octaves": 1}, **kw,
+    )  # fmt: skip
+    direct = functools.partial(generic.SmoothNoisePolicy, period=3.0, octaves=1)
+    collect.collect_rollouts("FAKE_PIXELS", direct, out_dir=str(tmp_path / "b"), **kw)
+    default = collect.collect_rollouts(
+        "FAKE_PIXELS", "SmoothNoisePolicy", out_dir=str(tmp_path / "c"), **kw
+    )
+    a, b, c = (actions(str(tmp_path / d)) for d in "abc")
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a[0], c[0])  # the default period (50) gives other actions
+    assert named["tag"] != default["tag"]
+    with pytest.raises(BadInput, match="is not name=value"):
+        collect.parse_policy_kwargs(["max_repeat"])
+    with pytest.raises(BadInput, match="--policy=SmoothNoisePolicy: .*wobble"):
+        collect.collect_rollouts(
+            "FAKE_PIXELS", "SmoothNoisePolicy", out_dir=str(tmp_path / "d"),
+            policy_kwargs={"wobble": 1}, **kw,
+        )  # fmt: skip
+    with pytest.raises(BadInput, match="--policy_kwargs are constructor arguments"):
+        collect.collect_rollouts(
+            "FAKE_PIXELS", "controller", out_dir=str(tmp_path / "d"),
+            policy_kwargs={"period": 1}, **kw,
+        )  # fmt: skip
+    assert not (tmp_path / "d").exists()
+
+
 # ---- layering -------------------------------------------------------------------------------------
 def _imports(path):
     tree = ast.parse(open(path).read())

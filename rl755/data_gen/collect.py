@@ -140,6 +140,7 @@ def collect_rollouts(
     controller_dir: str | None = None,
     random_action_prob: float = 0.0,
     deterministic: bool | None = None,
+    policy_kwargs: dict | None = None,
 ) -> dict:
     """Collects exactly `num_rollouts` rollouts and writes them to `out_dir`.
 
@@ -149,6 +150,9 @@ def collect_rollouts(
         "RandomPolicy", or "controller": the trained controller in `controller_dir`, taking a
         uniform random action with probability `random_action_prob` each step (iterative
         World Models data); or a policy constructor (`PolicyFn`, picklable for Ray).
+      policy_kwargs: constructor arguments of a named policy (`--policy_kwargs`), e.g.
+        {"min_repeat": 20, "max_repeat": 200} for RepeatRandomPolicy; they are part of the
+        rollouts' run tag, so other arguments are other rollouts.
       num_rollouts, parallelism, max_steps: positive counts; parallelism 1 without
         `ray_address` runs in this process, otherwise on Ray.
       out_dir: default `default_out_dir(environment, out_format)`.
@@ -181,7 +185,7 @@ def collect_rollouts(
     compression = sharded_io.normalize_compression("GZIP" if compression is None else compression)
     if not rollouts_per_shard:
         rollouts_per_shard = shards.default_rollouts_per_shard(num_rollouts)
-    policy_fn, key = _policy(env_enum, policy, controller_dir, random_action_prob)
+    policy_fn, key = _policy(env_enum, policy, controller_dir, random_action_prob, policy_kwargs)
     out_dir = out_dir or default_out_dir(env_enum, out_format)
     shards.check_out_dir(out_dir)
 
@@ -279,13 +283,47 @@ def _check_flags(
         shards.check_positive(rollouts_per_shard=rollouts_per_shard)
 
 
+def parse_policy_kwargs(pairs: list[str]) -> dict:
+    """`--policy_kwargs` ["name=value", ...] -> {name: value}; values that read as an int, a
+    float or true/false become one, anything else stays text."""
+    out = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name.strip():
+            raise BadInput(
+                f"--policy_kwargs: {pair!r} is not name=value (e.g. --policy_kwargs=max_repeat=200)."
+            )
+        value = text.strip()
+        if value.lower() in ("true", "false"):
+            value = value.lower() == "true"
+        else:
+            for kind in (int, float):
+                try:
+                    value = kind(value)
+                    break
+                except ValueError:
+                    pass
+        out[name.strip()] = value
+    return out
+
+
 def _policy(
     env_enum: Environments,
     policy: str | PolicyFn,
     controller_dir: str | None,
     random_action_prob: float,
+    policy_kwargs: dict | None = None,
 ) -> tuple[PolicyFn, str]:
     """(constructor, stable key for run tags and metadata) of the --policy flags."""
+    if policy_kwargs:
+        if not isinstance(policy, str) or policy == CONTROLLER:
+            raise BadInput(
+                "--policy_kwargs are constructor arguments of a named --policy (e.g. "
+                "--policy=RepeatRandomPolicy --policy_kwargs=max_repeat=200); --policy=controller "
+                "takes --controller_dir and --random_action_prob instead."
+            )
+        args = ", ".join(f"{k}={v!r}" for k, v in sorted(policy_kwargs.items()))
+        return resolve_policy(env_enum, policy, **policy_kwargs), f"{policy}({args})"
     if policy == CONTROLLER:
         policy_fn = resolve_policy(
             env_enum,

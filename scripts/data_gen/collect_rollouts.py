@@ -91,6 +91,12 @@ flags.DEFINE_float(
     "--rollouts_per_shard rollouts) counts as hung: its worker is killed and the task "
     "retried. 0: no limit. A 1000-step CarRacing rollout takes ~5 s on a free core.",
 )
+flags.DEFINE_list(
+    "policy_kwargs",
+    [],
+    "Constructor arguments of the --policy as name=value pairs (numbers, true/false, or "
+    "text), e.g. --policy=RepeatRandomPolicy --policy_kwargs=min_repeat=20,max_repeat=200.",
+)
 flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 for _name in ("num_rollouts", "policy"):
     flags.mark_flag_as_required(_name)
@@ -100,7 +106,7 @@ def main(argv):
     del argv
     from rl755.common import run_record
     from rl755.common.errors import BadInput
-    from rl755.data_gen.collect import collect_rollouts
+    from rl755.data_gen.collect import collect_rollouts, parse_policy_kwargs
 
     try:
         summary = collect_rollouts(
@@ -121,6 +127,7 @@ def main(argv):
             rollout_timeout=FLAGS.rollout_timeout,
             controller_dir=FLAGS.controller_dir,
             random_action_prob=FLAGS.random_action_prob,
+            policy_kwargs=parse_policy_kwargs(FLAGS.policy_kwargs),
             run_flags=run_record.flags_dict(),
             deterministic=FLAGS.deterministic,
         )

@@ -6,6 +6,7 @@ Keep `old` short but unique; tests/test_mutations.py checks that every entry sti
 
 CT = "tests/test_controller_training.py"
 DO = "tests/test_dream_options.py"
+POLICIES = "tests/test_policies.py"
 CONTROLLERS = "tests/test_controllers.py"
 ENCODER = "tests/test_encoder.py"
 ROLLOUTS = "tests/test_rollouts.py"
@@ -478,5 +479,21 @@ MUTATIONS = [
         new="evs = [dream.evaluate(params, ids, seed=int(seeds[0]))]",
         tests=(f"{DO}::test_dream_evaluations_and_selection_play_only_dreams",),
         what="dream candidates batched together, so each gets other draws",
+    ),
+    dict(
+        name="policy_kwargs_ignored",
+        file="rl755/data_gen/collect.py",
+        old='return resolve_policy(env_enum, policy, **policy_kwargs), f"{policy}({args})"',
+        new='return resolve_policy(env_enum, policy), f"{policy}({args})"',
+        tests=(f"{POLICIES}::test_policy_kwargs_reach_the_constructor_and_the_run_tag",),
+        what="--policy_kwargs never reach the policy's constructor",
+    ),
+    dict(
+        name="policy_kwargs_not_in_run_tag",
+        file="rl755/data_gen/collect.py",
+        old='return resolve_policy(env_enum, policy, **policy_kwargs), f"{policy}({args})"',
+        new="return resolve_policy(env_enum, policy, **policy_kwargs), policy",
+        tests=(f"{POLICIES}::test_policy_kwargs_reach_the_constructor_and_the_run_tag",),
+        what="rollouts of other --policy_kwargs get the same run tag (mixed in one dataset)",
     ),
 ]
