@@ -170,8 +170,7 @@ def run_cma_es(
     if start < cfg.generations:
         logs.hparams(hparams or {**dataclasses.asdict(cfg), **dataclasses.asdict(pool)}, step=start)
     _check_eval_place(model_dir, state, cfg)
-    evaluates = cfg.eval_every > 0
-    need_real = cfg.mode == "real" or (evaluates and cfg.eval_in == "real")
+    need_real = cfg.mode == "real" or (cfg.eval_every > 0 and cfg.eval_in == "real")
     real = real_evaluator
     dream = None
     try:
@@ -313,9 +312,9 @@ def run_cma_es(
 
 def _player(cfg: CmaConfig, real: RealEvaluator | None, dream: DreamEvaluator | None):
     """play(params [C, N], seeds [S]) -> (returns [C, S], env or dream steps in all): every
-    candidate plays an episode per seed where `cfg.eval_in` says, in one batch.
+    candidate plays an episode per seed where `cfg.eval_in` says.
 
-    Real: the seeds are reset seeds. Dream: seed s starts from initial state s % K (the
+    Real: the seeds are reset seeds, all candidates' episodes in one batch. Dream: seed s starts from initial state s % K (the
     training's K dream starting points) and the dreams are drawn with the dream seed
     seeds[0], so the same seeds replay the same dreams and other seeds draw others. Each
     candidate dreams in its own batch, so all of them get the same draws (as real candidates
