@@ -154,6 +154,11 @@ def test_policy_kwargs_reach_the_constructor_and_the_run_tag(tmp_path):
             "FAKE_PIXELS", "controller", out_dir=str(tmp_path / "d"),
             policy_kwargs={"period": 1}, **kw,
         )  # fmt: skip
+    with pytest.raises(BadInput, match="need --policy=controller"):
+        collect.collect_rollouts(
+            "FAKE_PIXELS", "SmoothNoisePolicy", out_dir=str(tmp_path / "d"),
+            policy_kwargs={"period": 1.0}, random_action_prob=0.3, **kw,
+        )  # fmt: skip
     assert not (tmp_path / "d").exists()
 
 

@@ -322,6 +322,8 @@ def _policy(
                 "--policy=RepeatRandomPolicy --policy_kwargs=max_repeat=200); --policy=controller "
                 "takes --controller_dir and --random_action_prob instead."
             )
+        if controller_dir or random_action_prob:
+            raise BadInput("--controller_dir and --random_action_prob need --policy=controller.")
         args = ", ".join(f"{k}={v!r}" for k, v in sorted(policy_kwargs.items()))
         return resolve_policy(env_enum, policy, **policy_kwargs), f"{policy}({args})"
     if policy == CONTROLLER:
