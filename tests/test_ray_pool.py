@@ -135,6 +135,18 @@ def test_start_ray_retries_a_local_start_that_timed_out(monkeypatch):
     assert ray_pool.start_ray(2) is True  # third time lucky
     assert len(calls) == 3
 
+    def slow_init(**kwargs):
+        calls.append(kwargs)
+        raise Exception("The current node timed out during startup. This could happen ...")
+
+    calls.clear()
+    monkeypatch.setattr(ray, "init", slow_init)
+    with pytest.raises(
+        RuntimeError, match=r"did not start in 3 attempts.*collect_rollouts.py --parallelism=1"
+    ):
+        ray_pool.start_ray(2)
+    assert len(calls) == ray_pool.START_ATTEMPTS
+
     def broken_init(**kwargs):
         calls.append(kwargs)
         raise Exception("something else")

@@ -81,8 +81,17 @@ def start_ray(num_cpus: int, address: str | None = None) -> bool:
             )
             return True
         except Exception as e:  # Ray raises a bare Exception when its node starts too slowly
-            if "timed out during startup" not in str(e) or attempt == START_ATTEMPTS:
+            if "timed out during startup" not in str(e):
                 raise
+            if attempt == START_ATTEMPTS:
+                ray.shutdown()
+                raise RuntimeError(
+                    f"Ray's local node did not start in {START_ATTEMPTS} attempts (its processes "
+                    "got too little CPU: a loaded machine, or a run under `nice`). Work in this "
+                    "process without Ray (collect_rollouts.py --parallelism=1, "
+                    "train_controller.py --parallelism=0), wait for the machine to be less "
+                    "busy, or join a running cluster with --ray_address."
+                ) from e
             log.warning(
                 "Ray did not start in time (attempt %d, a loaded machine?): retrying.", attempt
             )
