@@ -290,6 +290,30 @@ def test_flag_differences_compare_values_not_spellings():
     assert ship.flag_differences(zoo.get(ENV, ENCODER), {"learning_rate": 0.003}) == []
 
 
+def test_flag_differences_read_rows_as_the_shell_and_model_dirs_as_their_rows(monkeypatch):
+    monkeypatch.setenv("RL755_DATA_DIR", "/data/here")
+    row = zoo.ZooModel(
+        "pattern_row",
+        ENV,
+        zoo.SEQUENTIAL,
+        "mdn_rnn.mdn_rnn",
+        '--rollouts_pattern="$RL755_DATA_DIR/fake/encoded*/encoded-{split}-*"',
+        "a row with a data path",
+    )
+    ran = "/data/here/fake/encoded*/encoded-{split}-*"
+    assert ship.flag_differences(row, {"rollouts_pattern": ran}) == []
+    assert ship.flag_differences(row, {"rollouts_pattern": "/elsewhere/x"}) == [
+        "--rollouts_pattern=/data/here/fake/encoded*/encoded-{split}-* (run: /elsewhere/x)"
+    ]
+    controller = zoo.get(ENV, CONTROLLER)
+    assert controller.flag_values()["sequential_model"] == SEQUENTIAL
+    by_dir = {"sequential_model": "none", "sequential_model_dir": "/models/seq"}
+    assert ship.flag_differences(controller, by_dir) == []
+    assert ship.flag_differences(controller, dict(by_dir, sequential_model_dir=None)) == [
+        f"--sequential_model={SEQUENTIAL} (run: none)"
+    ]
+
+
 def test_a_controller_trained_on_model_dirs_ships_as_its_row(trained, shipped_root, tmp_path):
     """--sequential_model_dir runs ship when that dir is the one the shipped row came from."""
     import shutil

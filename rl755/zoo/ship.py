@@ -288,12 +288,21 @@ def _record(row, model_dir: str, details: dict) -> dict:
 
 def flag_differences(row, run_flags: dict) -> list[str]:
     """The row's flags that the source run (its newest run record's flags) set otherwise, as
-    "--name=<row> (run: <value>)": the row should hold the exact flags of what ships."""
+    "--name=<row> (run: <value>)": the row should hold the exact flags of what ships.
+
+    A row's value is read as the shell would (`$RL755_DATA_DIR/...` matches the run's expanded
+    path), and a controller row's --encoder / --sequential_model matches a run that named the
+    model's dir instead (--encoder_dir / --sequential_model_dir: the export checks that the dir
+    is the one the shipped row came from)."""
     out = []
     for key, value in row.flag_values().items():
         if key not in run_flags:
             continue
         ran = run_flags[key]
+        value = os.path.expandvars(value)
+        if key in ("encoder", "sequential_model") and ran in (None, "none"):
+            if run_flags.get(f"{key}_dir"):
+                continue
         if isinstance(ran, bool):
             same = ran == (value.lower() not in ("false", "0"))
         elif isinstance(ran, int | float):
