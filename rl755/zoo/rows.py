@@ -136,6 +136,31 @@ MODELS: tuple[ZooModel, ...] = (
         notes="Trained by `python scripts/pipeline.py --preset=demo --seed=0` (its stage 4).",
     ),
     ZooModel(
+        "raw_rollout_vae_32ld_750",
+        "CAR_RACING",
+        ENCODER,
+        "vae.Vae",
+        "--train_steps=4000 --batch_size=100 --representation_size=32 --save_every_n_steps=500 "
+        "--obs_sampled_per_rollout=100 --learning_rate=1e-3",
+        "ConvVAE (Z = 32) on 750 HastingsRandomPolicy rollouts of 1,000 steps: issue #12's "
+        "second CarRacing world model, 19x the demo's frames",
+        notes="Collected by collect_rollouts.py --environment=CAR_RACING "
+        "--policy=HastingsRandomPolicy --max_steps=1000 --out_format=tfrecord, 500 rollouts at "
+        "--seed=755 and 250 at --seed=756 into the default raw_rollouts dir. Not shipped "
+        'yet: README "CarRacing-v3" under Results has where the run stands.',
+    ),
+    ZooModel(
+        "mdn_rnn_with_heads_vae_32ld_750",
+        "CAR_RACING",
+        SEQUENTIAL,
+        "mdn_rnn.mdn_rnn_with_heads",
+        "--rollouts_dataset=RawRolloutVae32ld750 --train_steps=4000 --batch_size=32 "
+        "--sequence_length=200 --learning_rate=1e-3 --save_every_n_steps=500 "
+        "--sample_observations",
+        "MDN-RNN (LSTM 256, 5 Gaussians, reward and episode-end heads) on the 750 rollouts "
+        "encoded by raw_rollout_vae_32ld_750, for real and dream controllers",
+    ),
+    ZooModel(
         "real_controller",
         "CAR_RACING",
         CONTROLLER,
