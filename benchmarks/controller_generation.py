@@ -21,8 +21,8 @@ At the paper's generation shape (P = 64 x T = 16: 1,024 CarRacing episodes, each
 of ~0.3 s) one real pass takes many minutes on 2 cores. `--real_episodes=N` times raw and real
 on the first N of the P x T episodes only and scales their times by P x T / N: on a fixed pool of
 W workers a real generation's time is linear in its episodes (each worker steps its
-`envs_per_worker` environments in lockstep; N should be a multiple of W x envs_per_worker so the
-sample fills the same batches). The dream always runs all P x T episodes, in one batch, since
+`envs_per_worker` environments in lockstep; N must be a multiple of W x envs_per_worker so the
+sample fills the same batches, else the script refuses). The dream always runs all P x T episodes, in one batch, since
 its cost per episode is what shrinks with the batch. The output says when times are scaled.
 """
 
@@ -86,6 +86,16 @@ def main(argv):
         encoder_fn=catalogue.model_fn(env, "vae.Vae"),
         sequential_model_fn=catalogue.model_fn(env, "mdn_rnn.mdn_rnn_with_heads"),
     )
+    n_real = FLAGS.real_episodes or p * t
+    if not 0 < n_real <= p * t:
+        raise ValueError(f"--real_episodes must be in [1, P x T = {p * t}], got {n_real}.")
+    batch = w * FLAGS.envs_per_worker
+    if n_real < p * t and n_real % batch:
+        raise ValueError(
+            f"--real_episodes={n_real} is not a multiple of --workers x --envs_per_worker = "
+            f"{batch}: a partial batch would be timed as a full one's share. Use "
+            f"{max(batch, n_real // batch * batch)}."
+        )
     ray.init(num_cpus=w, include_dashboard=False, log_to_driver=False)
     raw_task = ray.remote(num_cpus=0)(_raw_episodes)
 
@@ -93,9 +103,6 @@ def main(argv):
     params = np.random.default_rng(0).normal(0, 0.1, (p, agent.num_params)).astype(np.float32)
     seeds = np.arange(t) + 1000
     job_params, job_seeds = np.repeat(params, t, axis=0), np.tile(seeds, p)
-    n_real = FLAGS.real_episodes or p * t
-    if not 0 < n_real <= p * t:
-        raise ValueError(f"--real_episodes must be in [1, P x T = {p * t}], got {n_real}.")
     scale = p * t / n_real  # real and raw times are scaled to the whole generation
     job_params, job_seeds = job_params[:n_real], job_seeds[:n_real]
     z0 = encoded_initial_states(env.make_fn(), agent.encode, seeds)
