@@ -496,4 +496,51 @@ MUTATIONS = [
         tests=(f"{POLICIES}::test_policy_kwargs_reach_the_constructor_and_the_run_tag",),
         what="rollouts of other --policy_kwargs get the same run tag (mixed in one dataset)",
     ),
+    dict(
+        name="dream_ends_with_one_minus_p",
+        file="rl755/controller/dream_eval.py",
+        old="done = tf.cast(u < done_prob, tf.float32)",
+        new="done = tf.cast(u > done_prob, tf.float32)",
+        tests=(
+            f"{CONTROLLERS}::test_dream_equals_real_when_the_model_is_exact",
+            f"{DO}::test_done_threshold_ends_dreams_when_the_head_crosses_it",
+        ),
+        what="a Bernoulli dream ends with probability 1 - p(done) instead of p(done)",
+    ),
+    dict(
+        name="dream_counts_reward_after_the_end",
+        file="rl755/controller/dream_eval.py",
+        old='total += alive * tf.cast(nxt["reward"], tf.float32)',
+        new='total += tf.cast(nxt["reward"], tf.float32)',
+        tests=(f"{CONTROLLERS}::test_dream_equals_real_when_the_model_is_exact",),
+        what="a dream episode keeps earning reward after it ended",
+    ),
+    dict(
+        name="open_loop_horizon_off_by_one",
+        file="rl755/evaluation/open_loop.py",
+        old="self.real[:, c + k - 1]), axis=-1)",
+        new="self.real[:, c + k]), axis=-1)",
+        tests=(
+            "tests/test_world_model_eval.py::test_open_loop_of_a_known_drift_and_the_copy_baseline",
+        ),
+        what="the open-loop error at k compares with the real z one step later",
+    ),
+    dict(
+        name="ship_flags_not_shell_expanded",
+        file="rl755/zoo/ship.py",
+        old="        value = os.path.expandvars(value)",
+        new="        value = value",
+        tests=(
+            f"{SHIPPED}::test_flag_differences_read_rows_as_the_shell_and_model_dirs_as_their_rows",
+        ),
+        what="a row's $RL755_DATA_DIR path is reported as differing from the run's expanded one",
+    ),
+    dict(
+        name="ray_start_timeout_raw",
+        file="rl755/common/ray_pool.py",
+        old="            if attempt == START_ATTEMPTS:",
+        new="            if attempt > START_ATTEMPTS:",
+        tests=("tests/test_ray_pool.py::test_start_ray_retries_a_local_start_that_timed_out",),
+        what="a Ray node that never starts ends without the error saying how to run without Ray",
+    ),
 ]
