@@ -25,7 +25,10 @@ _STEERING_GAS_BRAKE = dict(
 ENVIRONMENTS: tuple[EnvironmentSpec, ...] = (
     EnvironmentSpec(
         name="CAR_RACING",
-        open_ai_name="CarRacing-v3",
+        open_ai_name="rl755/CarRacing-v3",
+        # CarRacing-v3 with off-screen road polygons skipped before drawing: the same frames
+        # (rl755.environments.car_racing).
+        register_module="rl755.environments.car_racing",
         observation_shape=(96, 96, 3),
         **_STEERING_GAS_BRAKE,
         max_episode_steps=1000,

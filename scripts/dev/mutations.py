@@ -543,4 +543,20 @@ MUTATIONS = [
         tests=("tests/test_ray_pool.py::test_start_ray_retries_a_local_start_that_timed_out",),
         what="a Ray node that never starts ends without the error saying how to run without Ray",
     ),
+    dict(
+        name="car_racing_culls_visible_polygons",
+        file="rl755/environments/car_racing.py",
+        old="_RADIUS = 0.5 * math.hypot",
+        new="_RADIUS = 0.2 * math.hypot",
+        tests=("tests/test_car_racing_render.py",),
+        what="rl755's CarRacing skips road polygons that CarRacing-v3 draws (other frames)",
+    ),
+    dict(
+        name="car_racing_culls_nothing",
+        file="rl755/environments/car_racing.py",
+        old="        return np.flatnonzero(d2 <= radius * radius)",
+        new="        return np.arange(len(vertices))",
+        tests=("tests/test_car_racing_render.py",),
+        what="rl755's CarRacing hands every polygon to gymnasium's test (no speed-up)",
+    ),
 ]
