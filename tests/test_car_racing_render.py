@@ -3,8 +3,7 @@
 import gymnasium as gym
 import numpy as np
 
-from rl755.environments import Environments
-from rl755.environments import car_racing
+from rl755.environments import Environments, car_racing
 
 
 def _play(env, seed, actions):
