@@ -22,8 +22,9 @@ of ~0.3 s) one real pass takes many minutes on 2 cores. `--real_episodes=N` time
 on the first N of the P x T episodes only and scales their times by P x T / N: on a fixed pool of
 W workers a real generation's time is linear in its episodes (each worker steps its
 `envs_per_worker` environments in lockstep; N must be a multiple of W x envs_per_worker so the
-sample fills the same batches, else the script refuses). The dream always runs all P x T episodes, in one batch, since
-its cost per episode is what shrinks with the batch. The output says when times are scaled.
+sample fills the same batches, else the script refuses). The dream always runs all P x T
+episodes, in one batch, since its cost per episode is what shrinks with the batch. The output
+says when times are scaled.
 """
 
 import statistics

@@ -7,9 +7,10 @@ Every step, gymnasium's CarRacing draws its 400 grass squares and the track's ro
 polygons (about 300-600): for each it rotates, scales and shifts every vertex in Python, and
 draws it only if a vertex lands in the window grown by `MAX_SHAPE_DIM` on each side. Most of a
 step's time goes there, and only about 1 polygon in 14 is drawn. Here a cheaper test runs first,
-in world coordinates, on all polygons at once (numpy): the grown window lies inside the disk of radius `_RADIUS` (pixels) around
-the window's centre, so a polygon with no vertex within `_RADIUS / zoom` of the world point under
-that centre cannot pass gymnasium's test, and it is skipped without the transform. Every other
+in world coordinates, on all polygons at once (numpy): the grown window lies inside the disk of
+radius `_RADIUS` (pixels) around the window's centre, so a polygon with no vertex within
+`_RADIUS / zoom` of the world point under that centre cannot pass gymnasium's test, and it is
+skipped without the transform. Every other
 polygon goes to gymnasium's own `_draw_colored_polygon`, in the same order with the same
 arguments, so frames, rewards and dynamics are CarRacing-v3's exactly:
 tests/test_car_racing_render.py compares them pixel for pixel, and
@@ -53,8 +54,11 @@ _GRASS_VERTICES = np.asarray(_GRASS, np.float64)  # [400, 4, 2]
 class CarRacing(_gym_car_racing.CarRacing):
     """gymnasium's CarRacing drawing only the polygons that pass the module docstring's test."""
 
-    _road_key: tuple | None = None
     _road_vertices: np.ndarray | None = None  # [N, V, 2] world vertices of self.road_poly
+
+    def reset(self, *args, **kwargs):
+        self._road_vertices = None  # reset builds a new track
+        return super().reset(*args, **kwargs)
 
     def _render_road(self, zoom, translation, angle):
         # The same calls as gymnasium's _render_road, in its order: the background, the grass
@@ -72,24 +76,18 @@ class CarRacing(_gym_car_racing.CarRacing):
             draw(self.surf, poly, [int(c) for c in color], zoom, translation, angle)
 
     def _road_array(self) -> np.ndarray:
-        """self.road_poly's vertices [N, V, 2] (rebuilt when the track changes)."""
-        road = self.road_poly
-        key = (id(road), len(road))
-        if self._road_key != key:
+        """self.road_poly's vertices [N, V, 2], built once per track."""
+        if self._road_vertices is None:
+            road = self.road_poly
             most = max((len(poly) for poly, _ in road), default=1)
             # Pad short polygons with their first vertex: the nearest vertex stays the same.
             padded = [list(poly) + [poly[0]] * (most - len(poly)) for poly, _ in road]
             self._road_vertices = np.asarray(padded, np.float64).reshape(len(road), most, 2)
-            self._road_key = key
         return self._road_vertices
 
     @staticmethod
     def _near(vertices: np.ndarray, zoom, translation, angle) -> np.ndarray:
         """Indices of the polygons [N, V, 2] with a vertex within the disk of the docstring."""
-        if len(vertices) == 0:
-            return np.zeros(0, np.int64)
-        if zoom <= 0:
-            return np.arange(len(vertices))
         # The world point under the window's centre: R(-angle) (centre - translation) / zoom
         # (gymnasium maps a world point p to zoom * R(angle) p + translation).
         dx, dy = _W / 2 - translation[0], _H / 2 - translation[1]

@@ -321,7 +321,8 @@ MODELS: tuple[ZooModel, ...] = (
         "issue #12's first DoomTakeCover agent to beat random: LinearController on [z, h, c] "
         "trained only inside mdn_rnn_64ld_episodes at temperature 1.15; ships in the repository",
         notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
-        "--environment=DOOM_TAKE_COVER --saved_controller=dream_controller_episodes --num_episodes=100 "
+        "--environment=DOOM_TAKE_COVER --saved_controller=dream_controller_episodes "
+        "--num_episodes=100 "
         "--seed=1000 (its shipped encoder and MDN-RNN come with it): 324.1 +- 63.0 steps "
         "survived (random: 213.2 +- 94.4). Shipped as dream_controller until dream_controller (on "
         "mdn_rnn_64ld_hold) passed 750. Trained on "
