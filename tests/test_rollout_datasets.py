@@ -1,6 +1,10 @@
 """Shapes, dtypes and semantics of every dataset builder method."""
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -13,6 +17,7 @@ from rl755.data.fake.encoded_rollouts import VaeEncodedRollouts
 from rl755.data.fake.raw_rollouts import RawRollouts
 from rl755.environments import Environments
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 Z = 4
 
 
@@ -111,6 +116,31 @@ def test_random_rollout_slices(raw_dir):
                 np.testing.assert_array_equal(r[key], src[key][start : start + 6], err_msg=key)
             starts.add((n, start))
     assert len(starts) > 2  # random starts
+
+
+def test_random_samplers_under_determinism_log_no_tf_data_rewrite_error(raw_dir):
+    """Every encoder training began with two ERROR lines ("NodeDef mentions attribute
+    use_unbounded_threadpool ...", issue 16's logs): a map with random ops, asked to run in
+    parallel under op determinism, which tf.data then rewrote. C++ writes to file descriptor
+    2, so the samplers run in a child process; the same frames come out either way."""
+    code = """
+        import numpy as np
+        from rl755.common import determinism
+        determinism.configure(seed=3, deterministic=True)
+        from rl755.data.fake.raw_rollouts import RawRollouts
+        r = RawRollouts()
+        frames = list(r.random_rollout_observations(obs_sampled_per_rollout=2, repeat=False))
+        slices = list(r.random_rollout_slices_ds(5, repeat=False))
+        print(len(frames), len(slices), int(np.sum([np.sum(f) for f in frames])))
+        """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[:2] == ["6", "3"], proc.stdout
+    assert "NodeDef mentions attribute" not in proc.stderr, proc.stderr[-3000:]
 
 
 def test_missing_data_fails_with_hint(tmp_path):

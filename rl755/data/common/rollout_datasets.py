@@ -40,7 +40,7 @@ import os
 
 import tensorflow as tf
 
-from rl755.common import config, shard_checks, sharded_io
+from rl755.common import config, determinism, shard_checks, sharded_io
 from rl755.common.structs import decode_frames, parse_rollout_tensors
 from rl755.environments import Environments
 
@@ -157,7 +157,7 @@ class RolloutDatasetBuilder(abc.ABC):
 
         ds = self.rollouts_ds(split, repeat, shuffle_files)
         ds = ds.filter(lambda r: tf.shape(r["actions"])[0] >= slice_size)
-        return ds.map(take_slice, num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.map(take_slice, num_parallel_calls=determinism.random_map_parallelism())
 
     # ---- internals ----------------------------------------------------------------------------
     def _missing_data_hint(self) -> str:
@@ -262,7 +262,11 @@ class RawImageRolloutDatasetBuilder(RolloutDatasetBuilder):
             return decode_frames(tf.gather(raw, idx), shape)
 
         ds = self._raw_rollouts_ds(split, repeat, shuffle_files)
-        ds = ds.map(sample, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files)
+        ds = ds.map(
+            sample,
+            num_parallel_calls=determinism.random_map_parallelism(),
+            deterministic=not shuffle_files,
+        )
         return ds.unbatch()
 
 
@@ -364,7 +368,7 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
             return {k: tf.ensure_shape(v, shapes.get(k, [L])) for k, v in out.items()}
 
         ds = self.rollouts_ds(split, repeat, shuffle_files)
-        return ds.map(make_slice, num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.map(make_slice, num_parallel_calls=determinism.random_map_parallelism())
 
 
 def _check_positive(**values) -> None:
