@@ -567,4 +567,12 @@ MUTATIONS = [
         tests=(f"{DATASETS}::test_random_samplers_under_determinism_log_no_tf_data_rewrite_error",),
         what="encoder training starts with tf.data's rewrite ERROR lines again",
     ),
+    dict(
+        name="car_racing_score_text_stale",
+        file="rl755/environments/car_racing.py",
+        old='text = self._score_font.render(f"{self.reward:04.0f}"',
+        new='text = self._score_font.render(f"{int(self.t):04.0f}"',
+        tests=("tests/test_car_racing_render.py",),
+        what="rl755's CarRacing writes another number than the score in its frames",
+    ),
 ]
