@@ -141,6 +141,7 @@ def test_random_samplers_under_determinism_log_no_tf_data_rewrite_error(raw_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split()[:2] == ["6", "3"], proc.stdout
     assert "NodeDef mentions attribute" not in proc.stderr, proc.stderr[-3000:]
+    assert "has no effect" not in proc.stderr, proc.stderr[-3000:]  # map's `deterministic`
 
 
 def test_missing_data_fails_with_hint(tmp_path):

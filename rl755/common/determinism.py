@@ -110,18 +110,21 @@ def op_determinism_enabled() -> bool:
     return bool(_tf_config().is_op_determinism_enabled())
 
 
-def random_map_parallelism():
-    """`num_parallel_calls` for a `tf.data` map whose function draws random numbers.
+def random_map_options(deterministic: bool = True) -> dict:
+    """Keyword arguments of `tf.data.Dataset.map` for a function that draws random numbers.
 
-    None (one call at a time, in order) under op determinism, where tf.data runs such a map
-    in order anyway; `tf.data.AUTOTUNE` otherwise. Asked for parallel calls under
-    determinism, tf.data rewrote the map into a sequential one, and the rewrite logged an
-    ERROR line ("NodeDef mentions attribute use_unbounded_threadpool which is not in the op
-    definition") each time an iterator was made: twice at the start of every encoder training.
+    Under op determinism: none, i.e. one call at a time in order, which is how tf.data runs
+    such a map then anyway. Otherwise parallel calls (`tf.data.AUTOTUNE`) with
+    `deterministic`. Asked for parallel calls under determinism, tf.data rewrote the map into
+    a sequential one, and the rewrite logged an ERROR line ("NodeDef mentions attribute
+    use_unbounded_threadpool which is not in the op definition") each time an iterator was
+    made: twice at the start of every encoder training.
     """
     import tensorflow as tf
 
-    return None if op_determinism_enabled() else tf.data.AUTOTUNE
+    if op_determinism_enabled():
+        return {}
+    return {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": deterministic}
 
 
 def set_op_determinism(enabled: bool) -> None:

@@ -562,8 +562,8 @@ MUTATIONS = [
     dict(
         name="random_maps_parallel_under_determinism",
         file="rl755/common/determinism.py",
-        old="return None if op_determinism_enabled() else tf.data.AUTOTUNE",
-        new="return tf.data.AUTOTUNE",
+        old="    if op_determinism_enabled():\n        return {}\n",
+        new="",
         tests=(f"{DATASETS}::test_random_samplers_under_determinism_log_no_tf_data_rewrite_error",),
         what="encoder training starts with tf.data's rewrite ERROR lines again",
     ),
@@ -574,5 +574,13 @@ MUTATIONS = [
         new='text = self._score_font.render(f"{int(self.t):04.0f}"',
         tests=("tests/test_car_racing_render.py",),
         what="rl755's CarRacing writes another number than the score in its frames",
+    ),
+    dict(
+        name="random_maps_warn_under_determinism",
+        file="rl755/common/determinism.py",
+        old="    if op_determinism_enabled():\n        return {}\n",
+        new='    if op_determinism_enabled():\n        return {"deterministic": deterministic}\n',
+        tests=(f"{DATASETS}::test_random_samplers_under_determinism_log_no_tf_data_rewrite_error",),
+        what="sequential random maps get `deterministic`, and tf.data warns it has no effect",
     ),
 ]

@@ -157,7 +157,7 @@ class RolloutDatasetBuilder(abc.ABC):
 
         ds = self.rollouts_ds(split, repeat, shuffle_files)
         ds = ds.filter(lambda r: tf.shape(r["actions"])[0] >= slice_size)
-        return ds.map(take_slice, num_parallel_calls=determinism.random_map_parallelism())
+        return ds.map(take_slice, **determinism.random_map_options())
 
     # ---- internals ----------------------------------------------------------------------------
     def _missing_data_hint(self) -> str:
@@ -262,11 +262,7 @@ class RawImageRolloutDatasetBuilder(RolloutDatasetBuilder):
             return decode_frames(tf.gather(raw, idx), shape)
 
         ds = self._raw_rollouts_ds(split, repeat, shuffle_files)
-        ds = ds.map(
-            sample,
-            num_parallel_calls=determinism.random_map_parallelism(),
-            deterministic=not shuffle_files,
-        )
+        ds = ds.map(sample, **determinism.random_map_options(deterministic=not shuffle_files))
         return ds.unbatch()
 
 
@@ -368,7 +364,7 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
             return {k: tf.ensure_shape(v, shapes.get(k, [L])) for k, v in out.items()}
 
         ds = self.rollouts_ds(split, repeat, shuffle_files)
-        return ds.map(make_slice, num_parallel_calls=determinism.random_map_parallelism())
+        return ds.map(make_slice, **determinism.random_map_options())
 
 
 def _check_positive(**values) -> None:

@@ -79,11 +79,7 @@ def frame_windows(
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files)
     ds = ds.filter(lambda r: tf.shape(r["actions"])[0] >= k + 1)
     if seed is None:
-        ds = ds.map(
-            windows,
-            num_parallel_calls=determinism.random_map_parallelism(),
-            deterministic=not shuffle_files,
-        )
+        ds = ds.map(windows, **determinism.random_map_options(deterministic=not shuffle_files))
     else:  # the i-th rollout read gets the starts of seed pair (seed, i)
         ds = ds.enumerate().map(
             lambda i, r: windows(r, tf.stack([tf.constant(seed, tf.int64), i])),
