@@ -107,6 +107,26 @@ def test_rerun_resumes_generation_count_and_cma_state_exactly(tmp_path):
     np.testing.assert_array_equal(resumed["es"].pc, whole["es"].pc)
 
 
+def test_generations_do_not_depend_on_numpy_global_random_state(tmp_path, monkeypatch):
+    """Generation g draws from a generator seeded by (seed, g), whatever else in the process
+    draws from numpy's global RandomState between generations. cma's sampler keeps the randn
+    it was built with (the global one); with it, a resumed run drew from the copy its
+    checkpoint had pickled and left the uninterrupted run a generation or two later."""
+    from rl755.controller import cma_state
+
+    plain = run_cma_es(exact_spec(), str(tmp_path / "plain"), small(generations=3))
+    save_state = cma_state.save_state
+
+    def save_and_draw(model_dir, state):
+        np.random.randn(7)  # e.g. a library drawing from the global stream
+        return save_state(model_dir, state)
+
+    monkeypatch.setattr(cma_state, "save_state", save_and_draw)
+    drawn = run_cma_es(exact_spec(), str(tmp_path / "drawn"), small(generations=3))
+    assert [h["mean"] for h in drawn["history"]] == [h["mean"] for h in plain["history"]]
+    np.testing.assert_array_equal(drawn["es"].mean, plain["es"].mean)
+
+
 def test_final_selection_replays_the_best_evaluated_candidates_on_new_seeds(tmp_path):
     """--select_episodes: the top evaluated candidates play more episodes on seeds no
     evaluation used, and the best of them on those is the saved controller."""

@@ -116,6 +116,23 @@ def load_es(path: str):
     return es
 
 
+def seed_generation(es, seed: int) -> None:
+    """Makes `es`'s next `ask()` draw its normal samples from a generator seeded by `seed`.
+
+    cma draws them through the randn its sampler (`es.sm`) captured when it was built:
+    numpy's global `np.random.randn` unless told otherwise, and `es.opts["randn"]` is not
+    consulted again. With the global stream, generation g depended on whatever else in the
+    process had drawn from numpy's global RandomState, and a resumed run drew from the copy
+    of it that the checkpoint had pickled: resumed runs left the uninterrupted one after a
+    generation or two. Call this before every `ask()` (`cma_train.run_cma_es` seeds
+    generation g by (seed, g)).
+    """
+    randn = np.random.RandomState(seed).randn
+    es.opts["randn"] = randn
+    if hasattr(es.sm, "randn"):
+        es.sm.randn = randn
+
+
 def new_state(
     num_params: int,
     sigma: float,

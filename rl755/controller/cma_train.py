@@ -203,12 +203,7 @@ def run_cma_es(
 
         for gen in range(start, cfg.generations):
             t0 = time.monotonic()
-            # CMA-ES samples with opts["randn"]; a per-generation generator makes generation g
-            # the same whether the run was resumed or not (an unpickled default randn would be
-            # bound to a copy of numpy's global RandomState, not the live one).
-            es.opts["randn"] = np.random.RandomState(
-                int(derived_seeds(cfg.seed, 4, gen, n=1)[0])
-            ).randn
+            cma_state.seed_generation(es, int(derived_seeds(cfg.seed, 4, gen, n=1)[0]))
             solutions = es.ask()
             params = np.asarray(solutions, np.float32)  # [P, N]
             if cfg.mode == "real":

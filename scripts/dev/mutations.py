@@ -576,6 +576,17 @@ MUTATIONS = [
         what="rl755's CarRacing writes another number than the score in its frames",
     ),
     dict(
+        name="cma_samples_from_global_randn",
+        file="rl755/controller/cma_state.py",
+        old="        es.sm.randn = randn\n",
+        new="        pass\n",
+        tests=(
+            "tests/test_controller_training.py::"
+            "test_generations_do_not_depend_on_numpy_global_random_state",
+        ),
+        what="CMA-ES samples from numpy's global stream, not the per-generation generator",
+    ),
+    dict(
         name="random_maps_warn_under_determinism",
         file="rl755/common/determinism.py",
         old="    if op_determinism_enabled():\n        return {}\n",
