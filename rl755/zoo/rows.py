@@ -146,8 +146,9 @@ MODELS: tuple[ZooModel, ...] = (
         "second CarRacing world model, 19x the demo's frames",
         notes="Collected by collect_rollouts.py --environment=CAR_RACING "
         "--policy=HastingsRandomPolicy --max_steps=1000 --out_format=tfrecord, 500 rollouts at "
-        "--seed=755 and 250 at --seed=756 into the default raw_rollouts dir. Not shipped "
-        'yet: README "CarRacing-v3" under Results has where the run stands.',
+        "--seed=755 and 250 at --seed=756 into the default raw_rollouts dir. Ships in the "
+        'repository, so the real-environment run on it resumes anywhere (README "CarRacing-v3" '
+        "under Results has where it stands).",
     ),
     ZooModel(
         "mdn_rnn_with_heads_vae_32ld_750",
@@ -158,7 +159,8 @@ MODELS: tuple[ZooModel, ...] = (
         "--sequence_length=200 --learning_rate=1e-3 --save_every_n_steps=500 "
         "--sample_observations",
         "MDN-RNN (LSTM 256, 5 Gaussians, reward and episode-end heads) on the 750 rollouts "
-        "encoded by raw_rollout_vae_32ld_750, for real and dream controllers",
+        "encoded by raw_rollout_vae_32ld_750, for real and dream controllers; ships in the "
+        "repository",
     ),
     ZooModel(
         "real_controller",
