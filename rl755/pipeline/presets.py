@@ -151,6 +151,9 @@ _SIZES = {
         eval_episodes=(4, 1024, 1, 1),
         parallelism=(2, 32, 2, 2),
         select_episodes=(8, 0, 0, 0),
+        # The demo's 12 episodes a generation as one batch per worker (with 4, three
+        # batches on two workers leave one idle a third of the time).
+        envs_per_worker=(6, 4, 4, 4),
     ),
     "evaluate": dict(num_episodes=(5, 100, 2, 1), max_steps=(600, 1000, 24, 20)),
 }
