@@ -1,7 +1,7 @@
 # The two set-up commands (see README):
 #   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU);
 #               make demo SEED=2 runs it with another seed (into runs/demo-seed2)
-#   make test   runs the test suite
+#   make test   runs the test suite (TEST_WORKERS=2 processes, pytest-xdist)
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
 #   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI: ~30 min)
 # Each creates .venv and installs what is missing from requirements.txt first.
@@ -10,6 +10,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SEED ?= 0
+# pytest-xdist processes for make test (tests/conftest.py groups what must share one)
+TEST_WORKERS ?= 2
 ifeq ($(SEED),0)
 DEMO_DIR ?= runs/demo
 else
@@ -35,7 +37,7 @@ demo: $(STAMP)
 	$(PY) scripts/pipeline.py --preset=$(PRESET) --out_dir=$(DEMO_DIR) --seed=$(SEED)
 
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Mutation testing: breaks one behaviour at a time (scripts/dev/mutations.py) in a scratch
 # copy and runs only the tests that should notice; prints killed/survived and the score.

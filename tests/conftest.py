@@ -31,6 +31,26 @@ def _fresh_determinism():
         sys.modules["rl755.common.determinism"].reset()
 
 
+# Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`) a group runs on one worker:
+# the session's tiny pipeline run and every SLURM test share one (the run is built once, and
+# the one-node cluster serves one test at a time), and each other test module gets one (its
+# module fixtures are built once).
+SHARED_GROUP = "tiny_run_and_slurm"
+
+
+def xdist_group_of(item) -> str:
+    if "tiny_local_run" in item.fixturenames or item.get_closest_marker("slurm"):
+        return SHARED_GROUP
+    return item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+
+
 @pytest.fixture(scope="session")
 def repo_root():
     return REPO_ROOT

@@ -109,3 +109,28 @@ def test_in_ci_a_slurm_test_without_slurm_fails(tmp_path):
     assert proc.returncode == 1, proc.stdout
     assert "SLURM is required here (CI=true) but unavailable: sbatch is not on PATH" in proc.stdout
     assert "1 error" in proc.stdout or "1 failed" in proc.stdout
+
+
+def test_tests_that_must_share_a_worker_are_grouped_together(request):
+    """Under `make test` (pytest-xdist, --dist loadgroup) the session's tiny pipeline run is
+    built once and the one-node SLURM serves one test at a time only if every test using
+    `tiny_local_run` and every `slurm` test carry the same xdist group; other tests are
+    grouped by module."""
+    from conftest import SHARED_GROUP
+
+    def group(item):
+        marker = item.get_closest_marker("xdist_group")
+        assert marker is not None, f"{item.nodeid} has no xdist_group"
+        return marker.args[0] if marker.args else marker.kwargs["name"]
+
+    shared = [
+        item
+        for item in request.session.items
+        if "tiny_local_run" in item.fixturenames or item.get_closest_marker("slurm")
+    ]
+    for item in request.session.items:
+        if item in shared:
+            assert group(item) == SHARED_GROUP, item.nodeid
+        else:
+            assert group(item) == item.nodeid.split("::")[0], item.nodeid
+    assert group(request.node) == "tests/test_ci.py"
