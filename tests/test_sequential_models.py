@@ -190,7 +190,10 @@ def test_deterministic_sample_next_and_difference_targets():
     pred = model.predict_from_hidden(h)
     nxt = model.sample_next(h, temperature=5.0)
     np.testing.assert_allclose(nxt["z"], pred["z"])
-    np.testing.assert_allclose(nxt["done_prob"], tf.sigmoid(pred["done_logits"]))
+    # The head's weight (10 by default) is divided out of its odds (done_probability).
+    calibrated = tf.sigmoid(pred["done_logits"] - np.log(model.done_pos_weight))
+    assert model.done_pos_weight == 10.0
+    np.testing.assert_allclose(nxt["done_prob"], calibrated, rtol=1e-6)
     np.testing.assert_allclose(nxt["reward"], pred["reward"])
     model.difference_targets = True
     with pytest.raises(ValueError, match="pass the current z"):
@@ -202,6 +205,31 @@ def test_deterministic_sample_next_and_difference_targets():
     h, _ = plain.step(tf.zeros([2, Z]), tf.zeros([2, A]), plain.initial_state(2))
     assert not plain.has_reward_head
     np.testing.assert_array_equal(plain.sample_next(h)["done_prob"], [0.0, 0.0])
+
+
+@pytest.mark.parametrize("weight", [1.0, 10.0, 50.0])
+def test_weighted_done_head_gives_the_real_episode_end_probability(weight):
+    """A done head trained with ends weighted w on data whose episodes end with probability
+    p each step: `done_probability` (what dreams draw their ends from) gives p back, not the
+    ~w-times-too-high sigmoid of its logit."""
+    model = fake_model("lstm.deterministic_lstm_with_heads")(done_pos_weight=weight)
+    p = 0.004
+    labels = tf.constant(np.random.default_rng(1).random(20_000) < p, tf.float32)
+    data_p = float(tf.reduce_mean(labels))
+    # The mean loss of one shared logit over the labels, on a fine grid of logits.
+    grid = tf.range(-12.0, 6.0, 0.0005)
+
+    def xent(label):
+        return tf.nn.weighted_cross_entropy_with_logits(
+            labels=tf.fill(tf.shape(grid), label), logits=grid, pos_weight=weight
+        )
+
+    loss = data_p * xent(1.0) + (1.0 - data_p) * xent(0.0)
+    logit = grid[int(tf.argmin(loss))]
+    prob = float(model.done_probability(logit))
+    assert abs(prob - data_p) < 0.05 * data_p, (prob, data_p)
+    if weight > 1:
+        assert float(tf.sigmoid(logit)) > 0.8 * weight * data_p  # the raw head over-predicts
 
 
 def test_loss_is_masked_and_weighted():

@@ -10,15 +10,16 @@ the controller acts on [z_t, h_t] (+ the LSTM cell c_t with `cell_state=True`; b
 {z_{t+1}, reward_t, done_prob_t} with `sample_next(h_{t+1}, temperature, seed, z=z_t)`.
 
 An episode ends after `max_steps`, or when the episode-end head says so:
-  done_threshold = 0 (default)  a Bernoulli(done_prob) draw each step (a calibrated hazard);
+  done_threshold = 0 (default)  a Bernoulli(done_prob) draw each step (a calibrated hazard:
+                                `done_probability` divides a weighted head's weight out of
+                                its odds, rl755/models/common/sequential.py);
   done_threshold = p > 0        as soon as done_prob > p, deterministically. World Models'
                                 Doom dream ends an episode when the done logit is > 0 with ends
                                 weighted 10x in training, i.e. at a calibrated probability
-                                above 1/11 ~ 0.09: `done_threshold=0.09` with an unweighted head
-                                (Doom's presets train it unweighted; the 10x-weighted default
-                                head's equivalent is 0.5). A threshold is brittle where the
-                                head is not yet sharp: README "DoomTakeCover" has an MDN-RNN
-                                whose p(done) at a dream's first step is 0.16, so 0.09 ends
+                                above 1/11 ~ 0.09: `done_threshold=0.09` on any head. A
+                                threshold is brittle where the head is not yet sharp: README
+                                "DoomTakeCover" has an MDN-RNN whose p(done) at a dream's
+                                first step is 0.16, so 0.09 ends
                                 every dream there, while Bernoulli draws (0) gave episode
                                 lengths close to the real game's.
 

@@ -60,10 +60,10 @@ class ModelPresets:
       rnn_units: LSTM units of `mdn_rnn.*` and `lstm.*`.
       num_components: Gaussians per latent dimension of `mdn_rnn.*`.
       mdn_rnn_done_pos_weight: the episode-end loss weight of positives in
-        `mdn_rnn.mdn_rnn_with_heads`; None keeps the library's 10. Doom uses 1 (unweighted):
-        dream rollouts end by drawing Bernoulli(done_prob) every step, so the probability
-        must be calibrated; with a weight w the head predicts about w times the real hazard
-        and dreamt episodes end some w times too early.
+        `mdn_rnn.mdn_rnn_with_heads`; None keeps the library's 10. Doom uses 1 (unweighted).
+        Dreams draw their ends from `done_probability`, which divides the weight back out
+        of the head's odds, so either weight gives calibrated ends; before that correction
+        a weight w ended dreams about w times too often.
       end_weighted_done_pos_weight: that weight in `mdn_rnn.mdn_rnn_with_heads_end_weighted`
         (50: undoes most of the ~70x under-representation of episode ends that a slice
         sampler starting only where a whole slice fits had, for L = 100 and Doom's ~320-step

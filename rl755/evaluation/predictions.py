@@ -7,7 +7,8 @@ interface (rl755/models/common/sequential.py) only.
                   #         mixture's mean for mixture models
     p.log_prob    # [B]     mixture models: log p(z_{t+1}) averaged over Z (nats); else None
     p.reward      # [B]     predicted reward_t, or None without a reward head
-    p.done_prob   # [B]     P(the episode ends after step t), or None without an episode-end head
+    p.done_prob   # [B]     P(the episode ends after step t) (calibrated: `done_probability`),
+                  #         or None without an episode-end head
 
 `predict_from_hidden` gives the prediction dict ("z", or "mdn_logits"/"mdn_locs"/
 "mdn_scales" [B, Z, K]; "reward"; "done_logits"). A model without it (e.g. the exact fake
@@ -90,7 +91,7 @@ def predict_next(model, hidden, z_t, z_next=None) -> NextStep:
             f"{model.name}.predict_from_hidden gives {sorted(out)}: neither 'z' (deterministic) "
             "nor 'mdn_logits'/'mdn_locs'/'mdn_scales' (mixture); see sequential.py."
         )
-    done = tf.sigmoid(out["done_logits"]) if "done_logits" in out else None
+    done = model.done_probability(out["done_logits"]) if "done_logits" in out else None
     return NextStep(z=z, log_prob=log_prob, reward=out.get("reward"), done_prob=done)
 
 

@@ -239,6 +239,17 @@ MUTATIONS = [
         what="the MDN's mixture weights ignore the temperature",
     ),
     dict(
+        name="done_probability_keeps_the_weight",
+        file="rl755/models/common/sequential.py",
+        old="shift = math.log(self.done_pos_weight)",
+        new="shift = 0.0",
+        tests=(
+            f"{SEQ_MODELS}::test_weighted_done_head_gives_the_real_episode_end_probability",
+            f"{SEQ_MODELS}::test_deterministic_sample_next_and_difference_targets",
+        ),
+        what="dreams draw episode ends from a weighted head's raw sigmoid (w times too often)",
+    ),
+    dict(
         name="mdn_nll_without_log_softmax",
         file="rl755/models/common/sequential_heads.py",
         old='log_weights = tf.nn.log_softmax(outputs["mdn_logits"], axis=-1)',

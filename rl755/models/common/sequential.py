@@ -32,7 +32,10 @@ Targets: a model trained with `--difference_targets` predicts z_{t+1} - z_t; its
 `difference_targets` attribute is then True and `sample_next` needs the current `z` to
 return the next representation itself (it always returns z_{t+1}, never the difference).
 "reward" and "done_prob" are zeros when the model has no such head (`has_reward_head`,
-`has_done_head` tell).
+`has_done_head` tell). "done_prob" is calibrated: a head trained with its positives weighted
+w (`done_pos_weight`) predicts odds w times the real ones, and `done_probability` divides
+them back out, so dreams that draw Bernoulli(done_prob) end as often as real episodes and a
+threshold means the same on every head.
 
 Beyond the weights: a model may keep data of its own in its model directory (a retrieval
 model's nearest-neighbour index, rl755/models/common/retrieval.py). Stage 4 calls
@@ -45,6 +48,7 @@ model's nearest-neighbour index, rl755/models/common/retrieval.py). Stage 4 call
 from __future__ import annotations
 
 import abc
+import math
 from typing import Any
 
 import keras
@@ -56,6 +60,8 @@ class SequentialModel(keras.Model, abc.ABC):
 
     #: True when the model predicts z_{t+1} - z_t (set by the trainer / saved_models).
     difference_targets: bool = False
+    #: The weight of episode ends in its episode-end loss (1: plain cross-entropy).
+    done_pos_weight: float = 1.0
     #: The `--task` values it trains on (rl755.models.common.sequential_tasks).
     training_tasks: tuple[str, ...] = ("autoregressive",)
     #: True when its training slices must carry "rollout_id" (`get_autoregressive_slices`).
@@ -133,6 +139,15 @@ class SequentialModel(keras.Model, abc.ABC):
         """Loads what `build_extras` wrote (called by every loader of a trained model and by
         the trainer before its first step). Nothing by default."""
         del model_dir
+
+    def done_probability(self, done_logits: tf.Tensor) -> tf.Tensor:
+        """done_logits [...] (the head's output) -> P(the episode ends after this step) [...].
+
+        Weighted cross-entropy with positive weight w is minimised by logit = log(w) +
+        logit(p), where p is the real probability, so p = sigmoid(logit - log(w)): a head
+        trained with ends weighted 10x says 0.5 where the data says 1/11."""
+        shift = math.log(self.done_pos_weight)
+        return tf.sigmoid(tf.cast(done_logits, tf.float32) - shift)
 
     def predict_from_hidden(self, hidden: tf.Tensor) -> dict:
         """hidden [..., H] -> the prediction dict of the module docstring (without "hidden")."""

@@ -10,7 +10,7 @@ All are `SequentialModel`s (see rl755/models/common/sequential.py for the interf
 prediction dict). Optional heads (constructor args): `predict_reward` (regression of
 reward_t, squared error) and `predict_done` (Bernoulli logits of "the episode terminated
 after step t", cross-entropy with positives weighted by `done_pos_weight` because ends are
-rare). The loss is
+rare; `done_probability` undoes the weight, sequential.py). The loss is
 
     z_loss_weight * z term + reward_loss_weight * reward term + done_loss_weight * done term
 
@@ -238,7 +238,9 @@ class HeadedSequentialModel(SequentialModel):
             z_next = tf.cast(z, tf.float32) + z_next
         batch = tf.shape(hidden)[0]
         reward = out["reward"] if "reward" in out else tf.zeros([batch])
-        done_prob = tf.sigmoid(out["done_logits"]) if "done_logits" in out else tf.zeros([batch])
+        done_prob = (
+            self.done_probability(out["done_logits"]) if "done_logits" in out else tf.zeros([batch])
+        )
         return {"z": z_next, "reward": reward, "done_prob": done_prob}
 
 
