@@ -134,3 +134,52 @@ def test_tests_that_must_share_a_worker_are_grouped_together(request):
         else:
             assert group(item) == item.nodeid.split("::")[0], item.nodeid
     assert group(request.node) == "tests/test_ci.py"
+
+
+GROUPED_PROBE = """
+    import os
+    import pytest
+
+    @pytest.fixture
+    def tiny_local_run():  # stands in for the session's tiny run: only its name counts
+        return None
+
+    def _record(name):
+        with open(os.path.join({out!r}, name), "w") as f:
+            f.write(os.environ.get("PYTEST_XDIST_WORKER", "none"))
+
+    def test_shared_{k}(tiny_local_run):
+        _record("shared_{k}")
+
+    @pytest.mark.parametrize("i", range(3))
+    def test_other_{k}(i):
+        _record(f"module_{k}_{i}")
+"""
+
+
+def test_grouped_tests_run_on_one_worker_under_xdist(tmp_path):
+    """What the grouping is for, run as `make test` runs it (-n 2 --dist loadgroup): every
+    test using `tiny_local_run` on one worker, each module's tests on one worker. (pytest 9.2
+    renamed the node id that pytest-xdist 3.8 tags with the group, so every test became its
+    own group and the tiny run was built on both workers; requirements.txt pins a pytest
+    that works, and this fails with one that does not.)"""
+    out = tmp_path / "workers"
+    out.mkdir()
+    for k in range(4):
+        code = GROUPED_PROBE.replace("{k}", str(k)).replace("{out!r}", repr(str(out)))
+        (tmp_path / f"test_probe{k}.py").write_text(textwrap.dedent(code))
+    shutil.copy(os.path.join(TESTS, "conftest.py"), tmp_path / "conftest.py")
+    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_XDIST_WORKER")}
+    environ.update(PYTHONPATH=os.pathsep.join([TESTS, REPO]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", os.path.join(REPO, "pyproject.toml"),
+         "--rootdir", str(tmp_path), "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+         str(tmp_path)],
+        capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    worker = {p.name: p.read_text() for p in out.iterdir()}
+    assert len(worker) == 16 and set(worker.values()) <= {"gw0", "gw1"}, worker
+    assert len({worker[f"shared_{k}"] for k in range(4)}) == 1, worker
+    for k in range(4):
+        assert len({worker[f"module_{k}_{i}"] for i in range(3)}) == 1, worker
