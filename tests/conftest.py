@@ -34,7 +34,8 @@ def _fresh_determinism():
 # Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`) a group runs on one worker:
 # the session's tiny pipeline run and every SLURM test share one (the run is built once, and
 # the one-node cluster serves one test at a time), and each other test module gets one (its
-# module fixtures are built once).
+# module fixtures are built once). pytest-xdist 3.8 applies the groups only with pytest < 9.2
+# (requirements.txt pins 9.1.1; tests/test_ci.py checks where the tests actually run).
 SHARED_GROUP = "tiny_run_and_slurm"
 
 
