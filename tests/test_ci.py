@@ -61,19 +61,22 @@ def test_ci_runs_everything_when_slurm_starts(tmp_path):
     assert calls == ["venv", "lint", "test PYTEST_ARGS="]
 
 
-def _pytest_on(tmp_path, code, **env):
-    """Runs pytest with the project's configuration on one test file, without SLURM."""
-    test_file = tmp_path / "test_probe.py"
-    test_file.write_text(textwrap.dedent(code))
+def _pytest_on(tmp_path, code, *args, **env):
+    """Runs pytest with the project's configuration (and `args`) on test files, without
+    SLURM: `code` is test_probe.py's text, or {file name: text}."""
+    files = code if isinstance(code, dict) else {"test_probe.py": code}
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
     shutil.copy(os.path.join(TESTS, "conftest.py"), tmp_path / "conftest.py")
-    environ = {k: v for k, v in os.environ.items() if k != "CI"}
+    # (not the outer run's CI or xdist worker name)
+    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_XDIST_WORKER")}
     # No sbatch on PATH: only the Python that runs pytest.
     environ.update(
         env, PATH=os.path.dirname(sys.executable), PYTHONPATH=os.pathsep.join([TESTS, REPO])
     )
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-c", os.path.join(REPO, "pyproject.toml"),
-         "--rootdir", str(tmp_path), "-p", "no:cacheprovider", str(test_file)],
+         "--rootdir", str(tmp_path), "-p", "no:cacheprovider", *args, str(tmp_path)],
         capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=300,
     )  # fmt: skip
 
@@ -165,18 +168,11 @@ def test_grouped_tests_run_on_one_worker_under_xdist(tmp_path):
     that works, and this fails with one that does not.)"""
     out = tmp_path / "workers"
     out.mkdir()
-    for k in range(4):
-        code = GROUPED_PROBE.replace("{k}", str(k)).replace("{out!r}", repr(str(out)))
-        (tmp_path / f"test_probe{k}.py").write_text(textwrap.dedent(code))
-    shutil.copy(os.path.join(TESTS, "conftest.py"), tmp_path / "conftest.py")
-    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_XDIST_WORKER")}
-    environ.update(PYTHONPATH=os.pathsep.join([TESTS, REPO]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-c", os.path.join(REPO, "pyproject.toml"),
-         "--rootdir", str(tmp_path), "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
-         str(tmp_path)],
-        capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=300,
-    )  # fmt: skip
+    files = {
+        f"test_probe{k}.py": GROUPED_PROBE.replace("{k}", str(k)).replace("{out!r}", repr(str(out)))
+        for k in range(4)
+    }
+    proc = _pytest_on(tmp_path, files, "-n", "2", "--dist", "loadgroup")
     assert proc.returncode == 0, proc.stdout[-3000:]
     worker = {p.name: p.read_text() for p in out.iterdir()}
     assert len(worker) == 16 and set(worker.values()) <= {"gw0", "gw1"}, worker

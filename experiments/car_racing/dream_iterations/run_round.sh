@@ -18,13 +18,15 @@ ENC=$DATA/encoded_rollouts
 MODEL=$RL755_MODELS_DIR/car_racing/mdn_rnn_with_heads_750_iter$R
 CTRL=$RL755_MODELS_DIR/car_racing/dream_controller_750_iter${R}_t1.0
 NC=${NC:-100}
-# Two collection processes (2 cores), NC / 2 rollouts each.
+# Two collection processes (2 cores), NC / 2 rollouts each; a failed one stops the round.
+pids=()
 for part in 0 1; do
   $PY scripts/data_gen/collect_rollouts.py --environment=CAR_RACING --policy=controller \
     --controller_dir="$PREV_CTRL" --random_action_prob=0.3 --num_rollouts=$((NC / 2)) \
     --out_format=tfrecord --out_dir="$RAW/part$part" --seed=$((760 + 10 * R + part)) &
+  pids+=($!)
 done
-wait
+for pid in "${pids[@]}"; do wait "$pid"; done
 for split in train validation; do
   for part in 0 1; do
     $PY scripts/data_gen/encode_raw_rollouts.py --environment=CAR_RACING \
