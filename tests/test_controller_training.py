@@ -464,7 +464,7 @@ def test_dream_gap_script_fails_fast_on_bad_input(tmp_path):
     assert out.returncode != 0 and "missing" in out.stderr
 
 
-def test_collect_rollouts_with_a_trained_controller(tmp_path):
+def test_collect_rollouts_with_a_trained_controller(tmp_path, monkeypatch):
     """--policy=controller: stage 1 with a trained controller, exploring, into TFRecords."""
     from rl755.common.errors import BadInput
     from rl755.controller.cma_train import train_controller
@@ -478,11 +478,24 @@ def test_collect_rollouts_with_a_trained_controller(tmp_path):
         pool=PoolConfig(parallelism=0),
     )
     kw = dict(num_rollouts=3, parallelism=1, max_steps=24, progress=False, seed=4)
+    builds = []
+    build = AgentSpec.build
+    monkeypatch.setattr(AgentSpec, "build", lambda *a, **k: builds.append(1) or build(*a, **k))
     out = collect.collect_rollouts(
         "FAKE_PIXELS", "controller", out_dir=str(tmp_path / "r"), out_format="tfrecord",
-        controller_dir=ctrl, random_action_prob=0.25, **kw,
+        controller_dir=ctrl, random_action_prob=0.25, rollouts_per_shard=1, **kw,
     )  # fmt: skip
     assert out["rollouts"] == 3 and out["frames"] > 0
+    # The networks load twice (the flags' check, then the worker), not once per task (3).
+    assert len(builds) == 2
+    # The run plays the parameters it loaded, whatever is written into the directory later.
+    from rl755.policies.learned import controller_policy
+
+    policy_fn = controller_policy(ENV, ctrl)
+    params = np.load(os.path.join(ctrl, "controller_params.npy"))
+    np.save(os.path.join(ctrl, "controller_params.npy"), params + 1.0)
+    np.testing.assert_array_equal(policy_fn().params, np.float32(params))
+    np.save(os.path.join(ctrl, "controller_params.npy"), params)
     # Another exploration rate is another set of rollouts, not a resumed one.
     again = collect.collect_rollouts(
         "FAKE_PIXELS", "controller", out_dir=str(tmp_path / "r2"), out_format="tfrecord",
@@ -527,11 +540,19 @@ def _of(out, candidate):
     return [e for e in out["evals"] if e["candidate"] == candidate]
 
 
-def test_the_saved_controller_is_the_best_real_evaluation(tmp_path):
+def test_the_saved_controller_is_the_best_real_evaluation(tmp_path, caplog):
     from rl755.controller import cma_state
     from rl755.controller.cma_config import eval_seeds
 
-    spec, cfg, out, trained = _selection_run(tmp_path, eval_every=2)  # evaluates 3 times
+    with caplog.at_level("INFO", logger="rl755.controller"):
+        spec, cfg, out, trained = _selection_run(tmp_path, eval_every=2)  # evaluates 3 times
+    for member, mean in zip(_of(out, "best_member"), _of(out, "cma_mean"), strict=True):
+        line = (  # each evaluation's scores are in the log
+            f"Generation {member['generation']} evaluation, 3 real episodes: best member "
+            f"{member['mean']:.2f} +- {member['std']:.2f}, CMA-ES mean {mean['mean']:.2f} +- "
+            f"{mean['std']:.2f}."
+        )
+        assert line in caplog.text
     assert [(e["generation"], e["candidate"]) for e in out["evals"]] == [
         (g, c) for g in (2, 4, 6) for c in ("best_member", "cma_mean")
     ]

@@ -314,6 +314,58 @@ def test_hung_task_is_killed_and_retried(ray_cluster, tmp_path):
         )  # fmt: skip
 
 
+def _counted_policy(folder: str, reusable: bool):
+    class Counted(generic.UniformRandomPolicy):
+        """Leaves a file named after its process each time one is built."""
+
+        reusable_across_tasks = reusable
+
+        def __init__(self):
+            super().__init__()
+            path = os.path.join(folder, f"{os.getpid()}-{time.monotonic_ns()}")
+            open(path, "w").close()
+
+    return Counted
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_workers_keep_a_reusable_policy_for_all_their_tasks(ray_cluster, tmp_path, parallelism):
+    """One-rollout tasks: a policy that says it can be reused is built once per worker and
+    run (a trained controller loads its networks once), any other once per task; both give
+    the rollouts of fresh policies."""
+    want = tasks_.serial_rollouts(
+        FAKE.make_fn(), generic.UniformRandomPolicy, 6, 24, seed=7, progress=False
+    )
+    for reusable in (True, False):
+        folder = tmp_path / f"{reusable}-{parallelism}"
+        folder.mkdir()
+        got = tasks_.parallel_rollouts(
+            FAKE.make_fn(), _counted_policy(str(folder), reusable), num_rollouts=6, max_steps=24,
+            parallelism=parallelism, seed=7, progress=False,
+        )  # fmt: skip
+        for a, b in zip(got, want, strict=True):
+            _assert_same(a, b)
+        builds = os.listdir(folder)
+        workers = {name.split("-")[0] for name in builds}
+        if reusable:
+            assert len(builds) == len(workers) <= parallelism, builds
+        else:
+            assert len(builds) == 6, builds
+
+
+def test_a_worker_reuses_a_policy_only_within_one_run(tmp_path):
+    worker = tasks_.RolloutWorker(FAKE.make_fn())
+    task = tasks_.RolloutTask("t", ((0, 3),))
+    policy_fn = _counted_policy(str(tmp_path), reusable=True)
+    for fn in [tasks_.RunPolicyFn(policy_fn, "run 1")] * 2 + [
+        tasks_.RunPolicyFn(policy_fn, "run 2"),  # another run: a new policy
+        policy_fn,  # no run key: a policy per task
+        policy_fn,
+    ]:
+        worker.run(fn, task, 24)
+    assert len(os.listdir(tmp_path)) == 4
+
+
 def test_pickle_collection_workers_never_load_tensorflow(tmp_path):
     """Ray workers writing pickles with a numpy policy stay free of TF (~0.5 GB, ~3 s each)."""
     driver = tmp_path / "probe.py"

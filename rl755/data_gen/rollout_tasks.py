@@ -8,7 +8,9 @@
 A `RolloutTask` is a group of rollouts run one after the other by one worker; a `RolloutSink`
 (see `rl755.data_gen.sinks`) lets the worker write them straight to disk, so frames never
 travel through Ray's object store. Workers are `RolloutWorker`s: each builds its environment
-once and its policy once per task (from the picklable constructor `policy_fn`).
+once and its policy once per task (from the picklable constructor `policy_fn`), or once per
+run for a policy that says it can be reused (`Policy.reusable_across_tasks`: a trained
+controller, whose networks take a while to load).
 
 Parallel runs use Ray through `rl755.common.ray_pool`: a local cluster with
 `num_cpus=parallelism` by default, or an existing one with `ray_address="auto"` /
@@ -23,6 +25,7 @@ import contextlib
 import dataclasses
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -62,6 +65,18 @@ class RolloutSink:
         return False
 
 
+@dataclasses.dataclass(frozen=True)
+class RunPolicyFn:
+    """The policy constructor of one run, with a key its workers recognize the run by (the
+    constructor itself arrives as a new object with every task on Ray)."""
+
+    policy_fn: PolicyFn
+    key: str
+
+    def __call__(self):
+        return build_policy(self.policy_fn)
+
+
 class RolloutWorker:
     """Runs rollout tasks in one environment, built once (in this process or as a Ray actor).
 
@@ -77,6 +92,17 @@ class RolloutWorker:
             tf_setup.quiet()
             tf_setup.limit_threads_without_importing(1)
         self.env = make_env()
+        self._kept = None  # (run key, policy) of a policy reusable across tasks
+
+    def _policy(self, policy_fn):
+        """The task's policy: the one kept from this run's earlier task if it is reusable."""
+        key = policy_fn.key if isinstance(policy_fn, RunPolicyFn) else None
+        if key is not None and self._kept is not None and self._kept[0] == key:
+            return self._kept[1]
+        policy = build_policy(policy_fn)
+        reusable = key is not None and getattr(policy, "reusable_across_tasks", False)
+        self._kept = (key, policy) if reusable else None
+        return policy
 
     def run(
         self,
@@ -89,7 +115,7 @@ class RolloutWorker:
     ) -> Any:
         """The task's list of Rollouts (no sink) or the sink's summary dict (+ cpu_seconds).
         Reports rollouts done so far to `on_rollout(n)` and/or `progress_actor.set(key, n)`."""
-        policy = build_policy(policy_fn)
+        policy = self._policy(policy_fn)
 
         def generate() -> Iterator[Rollout]:
             for n, (index, seed) in enumerate(task.items):
@@ -152,6 +178,8 @@ def run_rollout_tasks(
     because sinks publish a task's output only when it is complete.
     """
     _check(parallelism, max_steps, rollout_timeout, tasks)
+    if not isinstance(policy_fn, RunPolicyFn):
+        policy_fn = RunPolicyFn(policy_fn, uuid.uuid4().hex)
     results: list[Any] = [None] * len(tasks)
     todo = [i for i, t in enumerate(tasks) if sink is None or not sink.is_done(t)]
     skipped = len(tasks) - len(todo)

@@ -41,7 +41,15 @@ class Policy:
     that derives its randomness from it makes rollouts reproducible. Subclasses override
     `sample_action` and usually `initialize`. Stage 1 builds a policy by calling its
     constructor with no arguments (`PolicyFn`), so defaults must make sense.
+
+    `reusable_across_tasks`: True lets a worker keep one policy for all the tasks it runs in
+    a collection (as it does for the rollouts of one task) instead of building one per task.
+    Only for a policy whose `initialize` resets everything a rollout depends on (from
+    `seed`), so which worker ran which task cannot change a rollout; worth it for policies
+    that are costly to build (a trained controller loads its networks).
     """
+
+    reusable_across_tasks: bool = False
 
     def initialize(self, env: gym.Env, max_steps: int, **kwargs) -> None:
         """Prepares for a new rollout of at most `max_steps` steps in `env`."""

@@ -13,7 +13,6 @@ for evaluation is `agent.run_episodes`.
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 
@@ -30,7 +29,12 @@ class WorldModelPolicy(Policy):
     this probability, a uniform random action from the environment's action space is taken
     instead of the controller's (the sequential model steps with the action taken). The
     draws are seeded by the rollout's seed.
+
+    Reusable across a collection's tasks (`initialize` resets the networks' state and reseeds
+    the draws), so a worker loads the networks once per run, not once per task.
     """
+
+    reusable_across_tasks = True
 
     def __init__(self, spec: AgentSpec, params, random_action_prob: float = 0.0):
         if not 0.0 <= random_action_prob <= 1.0:
@@ -79,8 +83,9 @@ def controller_policy(
 ) -> PolicyFn:
     """`--policy=controller`: a constructor of the `WorldModelPolicy` of the trained controller
     in `controller_dir`, taking a uniform random action with probability `random_action_prob`
-    each step. Loads its models once here, so a missing or mismatched one fails (BadInput)
-    before any rollout."""
+    each step. Loads the controller and its models once here, so a missing or mismatched one
+    fails (BadInput) before any rollout, and every rollout of the run plays these parameters
+    (a controller retrained into the same directory meanwhile does not mix in)."""
     if not controller_dir:
         raise BadInput("--policy=controller needs --controller_dir (a train_controller model dir).")
     if not 0.0 <= random_action_prob <= 1.0:
@@ -95,6 +100,4 @@ def controller_policy(
             f"not --environment={environment.name}."
         )
     policy.spec.build()  # loads the encoder and sequential model: fail now, not in a worker
-    return functools.partial(
-        WorldModelPolicy.from_controller_dir, os.path.abspath(controller_dir), random_action_prob
-    )
+    return functools.partial(WorldModelPolicy, policy.spec, policy.params, random_action_prob)

@@ -605,4 +605,31 @@ MUTATIONS = [
         tests=(f"{DATASETS}::test_random_samplers_under_determinism_log_no_tf_data_rewrite_error",),
         what="sequential random maps get `deterministic`, and tf.data warns it has no effect",
     ),
+    dict(
+        name="worker_rebuilds_reusable_policy",
+        file="rl755/data_gen/rollout_tasks.py",
+        old="            return self._kept[1]\n",
+        new="            pass\n",
+        tests=(
+            f"{ROLLOUTS}::test_workers_keep_a_reusable_policy_for_all_their_tasks",
+            f"{ROLLOUTS}::test_a_worker_reuses_a_policy_only_within_one_run",
+        ),
+        what="a worker builds a reusable policy (a controller's networks) for every task",
+    ),
+    dict(
+        name="worker_reuses_another_runs_policy",
+        file="rl755/data_gen/rollout_tasks.py",
+        old="self._kept is not None and self._kept[0] == key:",
+        new="self._kept is not None:",
+        tests=(f"{ROLLOUTS}::test_a_worker_reuses_a_policy_only_within_one_run",),
+        what="a worker keeps playing the policy of an earlier run",
+    ),
+    dict(
+        name="collection_reloads_the_controller_dir",
+        file="rl755/policies/learned.py",
+        old="return functools.partial(WorldModelPolicy, policy.spec, policy.params, random_action_prob)",
+        new="return functools.partial(WorldModelPolicy.from_controller_dir, controller_dir, random_action_prob)",
+        tests=(f"{CT}::test_collect_rollouts_with_a_trained_controller",),
+        what="--policy=controller reads the controller's directory again in every task",
+    ),
 ]
