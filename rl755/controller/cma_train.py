@@ -263,17 +263,6 @@ def run_cma_es(
                 if cfg.mode == "dream" and where == "real":
                     scalars["eval/dream_to_real_gap"] = record["best"] - best_member["mean"]
                 logs.scalars("validation", gen + 1, scalars)
-                log.info(
-                    "Generation %d evaluation, %d %s episodes: best member %.2f +- %.2f, "
-                    "CMA-ES mean %.2f +- %.2f.",
-                    gen + 1,
-                    cfg.eval_episodes,
-                    where,
-                    best_member["mean"],
-                    best_member["std"],
-                    cma_mean["mean"],
-                    cma_mean["std"],
-                )
             logs.flush()
             state["generation"] = gen + 1
             cma_state.save_state(model_dir, state)
