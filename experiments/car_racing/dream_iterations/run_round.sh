@@ -6,7 +6,11 @@
 #   R=2 PREV_CTRL=$RL755_MODELS_DIR/car_racing/dream_controller_750_iter1_t1.0 \
 #   PREV_MODEL=$RL755_MODELS_DIR/car_racing/mdn_rnn_with_heads_750_iter1 \
 #   bash experiments/car_racing/dream_iterations/run_round.sh
-# Rerunning a round resumes it (each stage skips or resumes what is done). ~25 min on 2 cores.
+# SELECT_IN=real: the controller is still trained in the dream only, but its periodic
+# evaluations (8 episodes) and the final selection (4 x 16) play real episodes (default:
+# dream, as in rounds 1-5). STEPS: fine-tuning steps (800). NC: rollouts collected (100).
+# Rerunning a round resumes it (each stage skips or resumes what is done). ~25 min on 2 cores
+# (~45 with SELECT_IN=real).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 : "${RL755_DATA_DIR:?set RL755_DATA_DIR}" "${RL755_MODELS_DIR:?set RL755_MODELS_DIR}"
@@ -16,7 +20,14 @@ DATA=$RL755_DATA_DIR/car_racing
 RAW=$DATA/raw_rollouts_iter$R
 ENC=$DATA/encoded_rollouts
 MODEL=$RL755_MODELS_DIR/car_racing/mdn_rnn_with_heads_750_iter$R
-CTRL=$RL755_MODELS_DIR/car_racing/dream_controller_750_iter${R}_t1.0
+SELECT_IN=${SELECT_IN:-dream}
+case $SELECT_IN in
+  dream) CTRL=$RL755_MODELS_DIR/car_racing/dream_controller_750_iter${R}_t1.0
+         SELECT=(--eval_episodes=64 --select_episodes=256 --parallelism=0) ;;
+  real) CTRL=$RL755_MODELS_DIR/car_racing/dream_controller_750_iter${R}_realsel
+        SELECT=(--eval_episodes=8 --select_episodes=16 --parallelism=2) ;;
+  *) echo "SELECT_IN must be dream or real, got $SELECT_IN" >&2; exit 2 ;;
+esac
 NC=${NC:-100}
 # Two collection processes (2 cores), NC / 2 rollouts each; a failed one stops the round.
 pids=()
@@ -45,8 +56,7 @@ $PY scripts/models/train_controller.py --environment=CAR_RACING --mode=dream \
   --encoder=raw_rollout_vae_32ld_750 --sequential_model_dir="$MODEL" \
   --controller=LinearController --temperature=1.0 --done_threshold=0 \
   --cma_population_size=32 --cma_trials_per_member=8 --cma_generations=100 \
-  --rollout_max_steps=1000 --dream_initial_states=256 --eval_every=10 --eval_episodes=64 \
-  --eval_in=dream --select_episodes=256 --select_top=4 --parallelism=0 --seed=755 \
-  --model_dir="$CTRL"
+  --rollout_max_steps=1000 --dream_initial_states=256 --eval_every=10 \
+  --eval_in="$SELECT_IN" "${SELECT[@]}" --select_top=4 --seed=755 --model_dir="$CTRL"
 $PY scripts/models/evaluate_controller.py --environment=CAR_RACING --model_dir="$CTRL" \
   --num_episodes=20 --seed=1000
