@@ -46,6 +46,8 @@ class CmaConfig:
     done_threshold: dream episode ends: 0 draws Bernoulli(done_prob) each step; p > 0 ends an
       episode as soon as done_prob > p (World Models' Doom dream ~ 0.09 with an unweighted
       head; rl755.controller.dream_eval).
+    dream_disagreement_penalty: with a dream ensemble (`run_cma_es(dream_ensemble=...)`), the
+      dream's reward is the members' mean minus this times their std (rl755.controller.dream_eval).
     eval_every: evaluation (`eval_in`) of the generation's best member and of the CMA-ES mean every
       this many generations (0: never); the saved controller is the best evaluated one.
     eval_episodes: episodes of that evaluation.
@@ -74,6 +76,7 @@ class CmaConfig:
     seed: int = 0
     temperature: float = 1.0
     done_threshold: float = 0.0
+    dream_disagreement_penalty: float = 0.0
     eval_every: int = 25
     eval_episodes: int = 16
     eval_in: str = "real"
@@ -92,6 +95,11 @@ class CmaConfig:
             raise ValueError("CMA-ES needs population_size >= 2.")
         if not 0.0 <= self.done_threshold < 1.0:
             raise ValueError(f"done_threshold must be in [0, 1), got {self.done_threshold}.")
+        if self.dream_disagreement_penalty < 0:
+            raise ValueError(
+                "dream_disagreement_penalty must be >= 0, got "
+                f"{self.dream_disagreement_penalty}."
+            )
         if self.sigma <= 0:
             raise ValueError(f"sigma must be > 0, got {self.sigma}.")
         if self.select_episodes < 0 or self.select_top < 1:

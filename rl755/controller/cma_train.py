@@ -81,6 +81,16 @@ def _check_dream_model(spec: AgentSpec, encoder, seq, cfg: CmaConfig) -> None:
         raise ValueError(f"--mode=dream needs a sequential model with sample_next: {e}") from e
 
 
+def _check_same_dream(model_dir: str, old: dict, meta: dict) -> None:
+    """A resumed dream run keeps its dream: the same ensemble and penalty."""
+    for key in ("dream_ensemble", "dream_disagreement_penalty"):
+        if old.get(key) != meta.get(key):
+            raise ValueError(
+                f"{model_dir} was trained with {key}={old.get(key)!r}, this run asks for "
+                f"{meta.get(key)!r}: keep the same dream to resume, or use another --model_dir."
+            )
+
+
 def _resumable_state(model_dir: str, cfg: CmaConfig, meta: dict, input_size: int) -> dict:
     """The saved state of `model_dir` if it trains the same controller, else a new one."""
     state = cma_state.load_state(model_dir)
@@ -119,6 +129,7 @@ def run_cma_es(
     dream_initial_seeds=None,
     hparams: dict | None = None,
     real_evaluator: RealEvaluator | None = None,
+    dream_ensemble: dict | None = None,
 ) -> dict:
     """Runs (or resumes) CMA-ES training of `spec`'s controller; see the module docstring.
 
@@ -131,6 +142,9 @@ def run_cma_es(
       hparams: flags to show in TensorBoard's text tab (default: the configs).
       real_evaluator: an existing pool for real episodes (kept open); default: one is built
         from `pool` and closed at the end.
+      dream_ensemble: {name: loader} of more sequential models the dream averages with
+        `spec`'s (mode "dream"; `cfg.dream_disagreement_penalty`, rl755.controller.dream_eval;
+        `resolve.ensemble_model_fns`). A resumed run must keep the same ensemble.
     Returns:
       {"generation", "best_fitness", "best_params" [N], "history", "evals", "selection",
       "model_dir", "es"}.
@@ -157,9 +171,18 @@ def run_cma_es(
         temperature=cfg.temperature if dream else None,
         done_threshold=cfg.done_threshold if dream else None,
     )
+    dream_ensemble = dict(dream_ensemble or {})
+    if dream_ensemble:
+        if not dream:
+            raise ValueError("A dream ensemble (--dream_ensemble) needs --mode=dream.")
+        meta.update(
+            dream_ensemble=sorted(dream_ensemble),
+            dream_disagreement_penalty=cfg.dream_disagreement_penalty,
+        )
 
     os.makedirs(model_dir, exist_ok=True)
     state = _resumable_state(model_dir, cfg, meta, controller.input_size)
+    _check_same_dream(model_dir, state["meta"], meta)
     es = state["es"]
     start = state["generation"]
     log.info(cma_state.describe_covariance(meta["num_params"], state["meta"]["cma_covariance"]))
@@ -190,6 +213,15 @@ def run_cma_es(
                 return encoder.compute_full_representation(tf.constant(frames))[0].numpy()
 
             z0 = encoded_initial_states(make_env, encode, init_seeds)
+            members = tuple(dream_ensemble[name]() for name in sorted(dream_ensemble))
+            if members:
+                log.info(
+                    "The dream averages %d models (%s and %s); reward = mean - %g x std.",
+                    len(members) + 1,
+                    spec.sequential_model_name,
+                    ", ".join(sorted(dream_ensemble)),
+                    cfg.dream_disagreement_penalty,
+                )
             dream = DreamEvaluator(
                 seq,
                 controller,
@@ -199,6 +231,8 @@ def run_cma_es(
                 spec.action_fn,
                 cell_state=spec.cell_state,
                 done_threshold=cfg.done_threshold,
+                ensemble=members,
+                disagreement_penalty=cfg.dream_disagreement_penalty,
             )
 
         for gen in range(start, cfg.generations):
@@ -236,6 +270,8 @@ def run_cma_es(
                 "steps_per_s": total_steps / max(elapsed, 1e-9),
                 "sigma": float(es.sigma),
             }
+            if dream_ensemble:  # how much the members disagree where this population drives
+                record["reward_std"] = float(np.mean(out["reward_std"]))
             state["history"].append(record)
             where = "env" if cfg.mode == "real" else "dream"
             logs.scalars(
@@ -247,6 +283,11 @@ def run_cma_es(
                     "fitness/worst": record["worst"],
                     "cma/sigma": record["sigma"],
                     f"perf/{where}_steps_per_second": record["steps_per_s"],
+                    **(
+                        {"fitness/ensemble_reward_std": record["reward_std"]}
+                        if dream_ensemble
+                        else {}
+                    ),
                 },
             )
             if cfg.evaluates_at(gen + 1):
@@ -275,7 +316,7 @@ def run_cma_es(
                 steps_name="environment steps" if cfg.mode == "real" else "dream steps",
             )
             log.info(
-                "Generation %d/%d: fitness mean %.2f best %.2f worst %.2f; %d steps, %.0f steps/s.",
+                "Generation %d/%d: fitness mean %.2f best %.2f worst %.2f; %d steps, %.0f steps/s%s.",
                 gen + 1,
                 cfg.generations,
                 record["mean"],
@@ -283,6 +324,11 @@ def run_cma_es(
                 record["worst"],
                 total_steps,
                 record["steps_per_s"],
+                (
+                    f"; the members' rewards differ by {record['reward_std']:.3f} a step (std)"
+                    if dream_ensemble
+                    else ""
+                ),
             )
         if _needs_selection(state, cfg):
             state["selection"] = select_controller(_player(cfg, real, dream), cfg, state)
@@ -465,6 +511,8 @@ def train_controller(
     representation_size: int | None = None,
     sequential_model_dir: str | None = None,
     cell_state: bool = False,
+    dream_ensemble: tuple[str, ...] = (),
+    dream_ensemble_dirs: tuple[str, ...] = (),
     cma_config: CmaConfig,
     pool: PoolConfig,
     run_flags: dict | None = None,
@@ -473,9 +521,11 @@ def train_controller(
     """What scripts/models/train_controller.py runs: resolves names (failing fast), records
     the run in <model_dir>/runs/, then `run_cma_es`. `run_flags` go into the run record and
     TensorBoard (default: the configs). `deterministic`: `rl755.common.determinism.configure`
-    with `cma_config.seed` (None: on without a GPU); the evaluation workers inherit it."""
+    with `cma_config.seed` (None: on without a GPU); the evaluation workers inherit it.
+    `dream_ensemble` (zoo names) and `dream_ensemble_dirs` (training dirs): more sequential
+    models for the dream (`run_cma_es`'s `dream_ensemble`)."""
     from rl755.common import determinism, run_record
-    from rl755.controller.resolve import make_agent_spec
+    from rl755.controller.resolve import ensemble_model_fns, make_agent_spec
 
     cma_config.validate()
     determinism.configure(cma_config.seed, deterministic)
@@ -491,6 +541,9 @@ def train_controller(
         sequential_model_dir=sequential_model_dir,
         cell_state=cell_state,
     )
+    ensemble = ensemble_model_fns(environment, dream_ensemble, dream_ensemble_dirs)
     flags = dict(run_flags or {})
     with run_record.record_run(model_dir, flags, stage="train_controller"):
-        return run_cma_es(spec, model_dir, cma_config, pool, hparams=flags or None)
+        return run_cma_es(
+            spec, model_dir, cma_config, pool, hparams=flags or None, dream_ensemble=ensemble
+        )

@@ -23,6 +23,17 @@ An episode ends after `max_steps`, or when the episode-end head says so:
                                 every dream there, while Bernoulli draws (0) gave episode
                                 lengths close to the real game's.
 
+An ensemble (`ensemble=(m_1, ..., m_K)`: more sequential models of the same Z and actions,
+e.g. MDN-RNNs fine-tuned on other data or from other seeds) makes the dream pessimistic where
+the models disagree, so a controller cannot win by exploiting one model's errors. Every member
+steps on the same (z_t, a_t) with its own state; with M = K + 1 members (the first is
+`sequential_model`, whose h the controller reads):
+  reward_t    = mean_m reward_m - disagreement_penalty * std_m reward_m  (population std)
+  done_prob_t = mean_m done_prob_m
+  z_{t+1}     = the sample of one member, drawn uniformly for each episode and step.
+`evaluate` also returns each episode's mean per-step std of the members' rewards. K = 0 is
+the single-model dream, draw for draw.
+
 Every draw is stateless, keyed by `evaluate`'s `seed` and the step: the same seed replays the
 same dreams, another seed (CMA-ES: one per generation) draws new ones. Episode t of every
 member starts from the same initial z (`initial_z[trial_ids[t]]`: real reset frames, encoded),
@@ -61,13 +72,16 @@ class DreamEvaluator:
         end_episodes: bool = True,
         cell_state: bool = False,
         done_threshold: float = 0.0,
+        ensemble=(),
+        disagreement_penalty: float = 0.0,
     ):
         """`action_fn` maps controller outputs [B, A] (TF) to the actions the model was trained
         on, e.g. `Environments.DOOM_TAKE_COVER.to_stored_action` (one-hot of the argmax) for
         discrete environments; None feeds the outputs as they are (continuous actions).
         `end_episodes=False` ignores the episode-end head: every dream lasts max_steps (models
         without a trained done head; benchmarks at random weights). `cell_state`: the
-        controller also reads the LSTM's cell c. `done_threshold`: see the module docstring."""
+        controller also reads the LSTM's cell c. `done_threshold`, `ensemble`,
+        `disagreement_penalty`: see the module docstring."""
         want = sequential_model.representation_size + sequential_model.hidden_size
         what = "Z + H"
         if cell_state:
@@ -80,6 +94,17 @@ class DreamEvaluator:
             )
         if not 0.0 <= float(done_threshold) < 1.0:
             raise ValueError(f"done_threshold must be in [0, 1), got {done_threshold}.")
+        ensemble = tuple(ensemble)
+        for i, member in enumerate(ensemble):
+            sizes = (member.representation_size, member.action_size)
+            if sizes != (sequential_model.representation_size, sequential_model.action_size):
+                raise ValueError(
+                    f"Ensemble member {i + 1} has Z, A = {sizes}; the dream's model has "
+                    f"{(sequential_model.representation_size, sequential_model.action_size)}: "
+                    "every member must read and predict the same representation and actions."
+                )
+        if disagreement_penalty < 0:
+            raise ValueError(f"disagreement_penalty must be >= 0, got {disagreement_penalty}.")
         initial_z = np.asarray(initial_z, np.float32)
         if initial_z.ndim != 2 or initial_z.shape[1] != sequential_model.representation_size:
             raise ValueError(
@@ -95,36 +120,68 @@ class DreamEvaluator:
         self.end_episodes = bool(end_episodes)
         self.cell_state = bool(cell_state)
         self.done_threshold = float(done_threshold)
+        self.ensemble = ensemble
+        self.disagreement_penalty = float(disagreement_penalty)
         self._rollout_fn = tf.function(self._rollout)
 
     def _rollout(self, params, z0, seed):
-        # params [P, N]; z0 [P * T, Z]; seed [2] int32 (stateless draws: seed[0], 2t + k).
+        # params [P, N]; z0 [P * T, Z]; seed [2] int32. Stateless draws (seed[0], key): the
+        # episode ends 2t, the first model's sample 2t + 1, member m's sample 2Lm + 2t + 1,
+        # the member whose z is kept 2L(M) + t (L = max_steps, M members).
         p = tf.shape(params)[0]
         b = tf.shape(z0)[0]
         t_per = b // p
         model, ctrl = self.model, self.controller
-        state = model.initial_state(z0.shape[0])
+        members = (model, *self.ensemble)
+        span = 2 * self.max_steps
+        states = tuple(m.initial_state(z0.shape[0]) for m in members)
         h = tf.zeros([b, model.hidden_size], tf.float32)
         total = tf.zeros([b], tf.float32)
+        spread = tf.zeros([b], tf.float32)  # sum over alive steps of the rewards' std
         alive = tf.ones([b], tf.float32)
         steps = tf.zeros([b], tf.float32)
         z = z0
 
-        def body(t, z, h, state, total, alive, steps):
-            features = controller_features(z, h, state, model, self.cell_state)  # [B, D]
+        def body(t, z, h, states, total, spread, alive, steps):
+            features = controller_features(z, h, states[0], model, self.cell_state)  # [B, D]
             features = tf.reshape(features, [p, t_per, -1])  # [P, T, D]
             a = tf.reshape(ctrl.act(params, features), [b, ctrl.action_size])  # [B, A]
             if self.action_fn is not None:
                 a = self.action_fn(a)  # e.g. one-hot for discrete environments
-            h, state = model.step(z, a, state)
-            # Stateless draws keyed by (seed, step): each generation's `seed` gives its own
-            # dreams, and the same seed the same ones.
-            nxt = model.sample_next(
-                h, temperature=self.temperature, seed=tf.stack([seed[0], 2 * t + 1]), z=z
-            )
-            total += alive * tf.cast(nxt["reward"], tf.float32)
+            hs, new_states, outs = [], [], []
+            for m, (member, member_state) in enumerate(zip(members, states)):
+                h_m, member_state = member.step(z, a, member_state)
+                # Stateless draws keyed by (seed, step): each generation's `seed` gives its
+                # own dreams, and the same seed the same ones.
+                key = tf.stack([seed[0], span * m + 2 * t + 1])
+                outs.append(member.sample_next(h_m, temperature=self.temperature, seed=key, z=z))
+                hs.append(h_m)
+                new_states.append(member_state)
+            h = hs[0]
+            if len(members) == 1:
+                nxt = outs[0]
+                reward = tf.cast(nxt["reward"], tf.float32)
+                done_prob = tf.cast(nxt["done_prob"], tf.float32)
+                z_next = tf.cast(nxt["z"], tf.float32)
+                reward_std = tf.zeros([b], tf.float32)
+            else:
+                rewards = tf.stack([tf.cast(o["reward"], tf.float32) for o in outs])  # [M, B]
+                reward_std = tf.math.reduce_std(rewards, axis=0)
+                reward = tf.reduce_mean(rewards, axis=0) - self.disagreement_penalty * reward_std
+                done_prob = tf.reduce_mean(
+                    tf.stack([tf.cast(o["done_prob"], tf.float32) for o in outs]), axis=0
+                )
+                zs = tf.stack([tf.cast(o["z"], tf.float32) for o in outs], axis=1)  # [B, M, Z]
+                pick = tf.random.stateless_uniform(
+                    [b],
+                    seed=tf.stack([seed[0], span * len(members) + t]),
+                    maxval=len(members),
+                    dtype=tf.int32,
+                )
+                z_next = tf.gather(zs, pick, axis=1, batch_dims=1)  # [B, Z]
+            total += alive * reward
+            spread += alive * reward_std
             steps += alive
-            done_prob = tf.cast(nxt["done_prob"], tf.float32)
             if self.done_threshold > 0:
                 done = tf.cast(done_prob > self.done_threshold, tf.float32)
             else:
@@ -132,25 +189,28 @@ class DreamEvaluator:
                 done = tf.cast(u < done_prob, tf.float32)
             if self.end_episodes:
                 alive *= 1.0 - done
-            return t + 1, tf.cast(nxt["z"], tf.float32), h, state, total, alive, steps
+            return t + 1, z_next, h, tuple(new_states), total, spread, alive, steps
 
-        def cond(t, z, h, state, total, alive, steps):
+        def cond(t, z, h, states, total, spread, alive, steps):
             return tf.logical_and(t < self.max_steps, tf.reduce_max(alive) > 0)
 
-        _, _, _, _, total, _, steps = tf.while_loop(
-            cond, body, (tf.constant(0), z, h, state, total, alive, steps)
-        )
-        return tf.reshape(total, [p, t_per]), tf.reshape(steps, [p, t_per])
+        loop = (tf.constant(0), z, h, states, total, spread, alive, steps)
+        _, _, _, _, total, spread, _, steps = tf.while_loop(cond, body, loop)
+        shape = [p, t_per]
+        return tf.reshape(total, shape), tf.reshape(steps, shape), tf.reshape(spread, shape)
 
     def evaluate(self, params: np.ndarray, trial_ids, seed: int = 0) -> dict:
-        """params [P, N], trial_ids [T] (rows of initial_z) -> returns, steps: [P, T]."""
+        """params [P, N], trial_ids [T] (rows of initial_z) -> returns, steps,
+        reward_std (the members' per-step reward std, averaged over the episode; 0 without
+        an ensemble): [P, T]."""
         params = np.asarray(params, np.float32)
         trial_ids = np.asarray(trial_ids, np.int64)
         z0 = np.tile(self.initial_z[trial_ids], (len(params), 1))  # [P * T, Z]
-        total, steps = self._rollout_fn(
+        total, steps, spread = self._rollout_fn(
             tf.constant(params), tf.constant(z0), tf.constant([seed % (2**31), 1], tf.int32)
         )
         return {
             "returns": total.numpy().astype(np.float64),
             "steps": steps.numpy().astype(np.int64),
+            "reward_std": (spread / tf.maximum(steps, 1.0)).numpy().astype(np.float64),
         }

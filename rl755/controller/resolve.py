@@ -115,6 +115,23 @@ def make_agent_spec(
     )
 
 
+def ensemble_model_fns(
+    environment: str | Environments, names=(), model_dirs=()
+) -> dict[str, object]:
+    """{name: picklable loader} of a dream ensemble's extra sequential models
+    (rl755.controller.dream_eval): zoo `names` (strict lookups, as --sequential_model) and
+    training `model_dirs` (named "dir:<model dir>", as --sequential_model_dir)."""
+    env = Environments.from_name(environment)
+    fns = {}
+    for name in names:
+        fns[name] = saved_model_fn(env, name, "sequential_model")
+        if fns[name] is None:
+            raise ValueError("--dream_ensemble lists sequential models; 'none' is not one.")
+    for model_dir in model_dirs:
+        fns[f"dir:{model_dir}"] = SequentialModelFromDir(model_dir)
+    return fns
+
+
 def spec_for_trained(trained, encoder_fn=None, sequential_model_fn=None) -> AgentSpec:
     """The AgentSpec of a loaded `saved.TrainedController`, resolving its saved model names
     unless constructors are given. A controller shipped in the repository

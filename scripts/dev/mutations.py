@@ -20,6 +20,7 @@ CI = "tests/test_ci.py"
 LOGS = "tests/test_quiet_logs.py"
 SHIPPED = "tests/test_shipped_models.py"
 RECORDS = "tests/test_run_record.py"
+ENSEMBLE = "tests/test_dream_ensemble.py"
 SEQ_WARM = f"{SEQ_TRAIN}::test_initial_weights_start_a_new_run_from_another_runs_weights"
 
 MUTATIONS = [
@@ -43,8 +44,8 @@ MUTATIONS = [
     dict(
         name="dream_ignores_temperature",
         file="rl755/controller/dream_eval.py",
-        old="h, temperature=self.temperature, seed=",
-        new="h, temperature=1.0, seed=",
+        old="h_m, temperature=self.temperature, seed=key",
+        new="h_m, temperature=1.0, seed=key",
         tests=(f"{CONTROLLERS}::test_dream_temperature_sets_how_random_the_dream_is",),
         what="the dream samples at temperature 1 whatever --temperature says",
     ),
@@ -521,8 +522,8 @@ MUTATIONS = [
     dict(
         name="dream_counts_reward_after_the_end",
         file="rl755/controller/dream_eval.py",
-        old='total += alive * tf.cast(nxt["reward"], tf.float32)',
-        new='total += tf.cast(nxt["reward"], tf.float32)',
+        old="total += alive * reward",
+        new="total += reward",
         tests=(f"{CONTROLLERS}::test_dream_equals_real_when_the_model_is_exact",),
         what="a dream episode keeps earning reward after it ended",
     ),
@@ -631,5 +632,52 @@ MUTATIONS = [
         new="return functools.partial(WorldModelPolicy.from_controller_dir, controller_dir, random_action_prob)",
         tests=(f"{CT}::test_collect_rollouts_with_a_trained_controller",),
         what="--policy=controller reads the controller's directory again in every task",
+    ),
+    # ---- dream ensembles -------------------------------------------------------------------------
+    dict(
+        name="ensemble_dream_ignores_the_penalty",
+        file="rl755/controller/dream_eval.py",
+        old="tf.reduce_mean(rewards, axis=0) - self.disagreement_penalty * reward_std",
+        new="tf.reduce_mean(rewards, axis=0)",
+        tests=(
+            f"{ENSEMBLE}::test_the_reward_is_the_members_mean_minus_the_penalty_times_their_std",
+        ),
+        what="an ensemble dream's reward is the members' mean, whatever the penalty",
+    ),
+    dict(
+        name="ensemble_dream_keeps_the_first_models_z",
+        file="rl755/controller/dream_eval.py",
+        old="z_next = tf.gather(zs, pick, axis=1, batch_dims=1)",
+        new="z_next = zs[:, 0]",
+        tests=(f"{ENSEMBLE}::test_each_step_keeps_the_next_z_of_a_member_drawn_at_random",),
+        what="an ensemble dream always steps on the first model's sample",
+    ),
+    dict(
+        name="ensemble_dream_ends_by_the_first_model",
+        file="rl755/controller/dream_eval.py",
+        old='tf.stack([tf.cast(o["done_prob"], tf.float32) for o in outs]), axis=0',
+        new='tf.stack([tf.cast(o["done_prob"], tf.float32) for o in outs[:1]]), axis=0',
+        tests=(f"{ENSEMBLE}::test_the_end_probability_is_the_members_mean",),
+        what="an ensemble dream's episodes end by the first model's head alone",
+    ),
+    dict(
+        name="training_drops_the_dream_ensemble",
+        file="rl755/controller/cma_train.py",
+        old="ensemble=members,",
+        new="ensemble=(),",
+        tests=(
+            f"{ENSEMBLE}::test_dream_training_plays_the_ensemble_records_it_and_resumes_only_with_it",
+        ),
+        what="CMA-ES dreams in the first model alone though an ensemble was given",
+    ),
+    dict(
+        name="resume_with_another_dream_ensemble",
+        file="rl755/controller/cma_train.py",
+        old='    _check_same_dream(model_dir, state["meta"], meta)\n',
+        new="",
+        tests=(
+            f"{ENSEMBLE}::test_dream_training_plays_the_ensemble_records_it_and_resumes_only_with_it",
+        ),
+        what="a dream run resumes with another ensemble or penalty",
     ),
 ]

@@ -49,6 +49,21 @@ flags.DEFINE_float(
     "Dream episode ends: 0 = a Bernoulli(done_prob) draw each step; p > 0 = as soon as "
     "done_prob > p (World Models' Doom dream: about 0.09 with an unweighted done head).",
 )
+flags.DEFINE_list(
+    "dream_ensemble",
+    [],
+    "--mode=dream: more sequential models of the zoo (comma-separated) that the dream averages "
+    "with --sequential_model: mean reward minus --dream_disagreement_penalty x their std, mean "
+    "episode-end probability, and each step's next z from one member drawn at random.",
+)
+flags.DEFINE_list(
+    "dream_ensemble_dirs", [], "As --dream_ensemble: train_sequential_model dirs, comma-separated."
+)
+flags.DEFINE_float(
+    "dream_disagreement_penalty",
+    0.0,
+    "With a dream ensemble: the dream's reward is the members' mean minus this x their std.",
+)
 flags.DEFINE_bool(
     "cell_state",
     False,
@@ -112,6 +127,8 @@ def main(argv):
         representation_size=FLAGS.representation_size,
         sequential_model_dir=FLAGS.sequential_model_dir,
         cell_state=FLAGS.cell_state,
+        dream_ensemble=tuple(FLAGS.dream_ensemble),
+        dream_ensemble_dirs=tuple(FLAGS.dream_ensemble_dirs),
         cma_config=CmaConfig(
             mode=FLAGS.mode,
             population_size=FLAGS.cma_population_size,
@@ -122,6 +139,7 @@ def main(argv):
             seed=FLAGS.seed,
             temperature=FLAGS.temperature,
             done_threshold=FLAGS.done_threshold,
+            dream_disagreement_penalty=FLAGS.dream_disagreement_penalty,
             eval_every=FLAGS.eval_every,
             eval_episodes=FLAGS.eval_episodes,
             eval_in=FLAGS.eval_in,
