@@ -67,6 +67,10 @@ class Latent(SequentialModel):
         return {"z": z + step, "reward": z[:, 0], "done_prob": tf.fill([b], self.p)}
 
 
+class NoRewardHead(Latent):
+    has_reward_head = property(lambda self: False)
+
+
 def fake_dream(*ensemble, penalty=0.0, steps=30, episodes=6):
     controller = networks.make_controller("LinearController", 2 + 4, environment=ENV)
     z0 = np.stack([np.linspace(0.1, 0.9, episodes), np.full(episodes, 0.5)], 1)
@@ -192,7 +196,7 @@ def test_dream_training_plays_the_ensemble_records_it_and_resumes_only_with_it(t
 
     more = dataclasses.replace(cfg, generations=3)
     with pytest.raises(ValueError, match="dream_ensemble=\\['shifted'\\].*keep the same dream"):
-        run_cma_es(spec, str(d), more)
+        run_cma_es(spec, str(d), dataclasses.replace(more, dream_disagreement_penalty=0.0))
     with pytest.raises(ValueError, match="dream_disagreement_penalty=0.5.*keep the same dream"):
         run_cma_es(
             spec, str(d), dataclasses.replace(more, dream_disagreement_penalty=1.0),
@@ -201,6 +205,11 @@ def test_dream_training_plays_the_ensemble_records_it_and_resumes_only_with_it(t
     assert run_cma_es(spec, str(d), more, dream_ensemble=ensemble)["generation"] == 3
     with pytest.raises(ValueError, match="needs --mode=dream"):
         run_cma_es(spec, str(tmp_path / "r"), CmaConfig(mode="real"), dream_ensemble=ensemble)
+    with pytest.raises(ValueError, match="give --dream_ensemble or --dream_ensemble_dirs too"):
+        run_cma_es(spec, str(tmp_path / "p"), cfg)  # a penalty without an ensemble
+    no_reward = {"headless": lambda: NoRewardHead()}
+    with pytest.raises(ValueError, match="reward head; headless has none"):
+        run_cma_es(spec, str(tmp_path / "h"), cfg, dream_ensemble=no_reward)
 
 
 def test_ensemble_members_are_looked_up_strictly():

@@ -55,20 +55,21 @@ log = logging.getLogger(__name__)
 CURVE = "learning_curve.png"
 
 
-def _check_dream_model(spec: AgentSpec, encoder, seq, cfg: CmaConfig) -> None:
+def _check_dream_model(name: str, encoder, seq, cfg: CmaConfig) -> None:
+    """`seq` (called `name` in messages) can dream: reward head, sample_next."""
     import tensorflow as tf
 
     if seq is None or encoder is None:
         raise ValueError("--mode=dream needs an --encoder and a --sequential_model.")
     if getattr(seq, "has_reward_head", True) is False:
         raise ValueError(
-            f"--mode=dream needs a sequential model with a reward head; {spec.sequential_model_name} "
+            f"--mode=dream needs a sequential model with a reward head; {name} "
             "has none (train one with reward/done heads, e.g. mdn_rnn.mdn_rnn_with_heads)."
         )
     if getattr(seq, "has_done_head", True) is False:
         log.warning(
             "%s has no episode-end head: dream episodes run %d steps.",
-            spec.sequential_model_name,
+            name,
             cfg.rollout_max_steps,
         )
     try:
@@ -163,7 +164,7 @@ def run_cma_es(
     encoder, seq = spec.build_models()
     controller = spec.build_controller(encoder, seq)
     if cfg.mode == "dream":
-        _check_dream_model(spec, encoder, seq, cfg)
+        _check_dream_model(spec.sequential_model_name, encoder, seq, cfg)
     meta = saved.controller_meta(spec, controller)
     dream = cfg.mode == "dream"
     meta.update(
@@ -172,6 +173,11 @@ def run_cma_es(
         done_threshold=cfg.done_threshold if dream else None,
     )
     dream_ensemble = dict(dream_ensemble or {})
+    if cfg.dream_disagreement_penalty and not dream_ensemble:
+        raise ValueError(
+            "--dream_disagreement_penalty weighs the disagreement of a dream ensemble: give "
+            "--dream_ensemble or --dream_ensemble_dirs too (or leave the penalty at 0)."
+        )
     if dream_ensemble:
         if not dream:
             raise ValueError("A dream ensemble (--dream_ensemble) needs --mode=dream.")
@@ -214,6 +220,8 @@ def run_cma_es(
 
             z0 = encoded_initial_states(make_env, encode, init_seeds)
             members = tuple(dream_ensemble[name]() for name in sorted(dream_ensemble))
+            for name, member in zip(sorted(dream_ensemble), members):
+                _check_dream_model(name, encoder, member, cfg)
             if members:
                 log.info(
                     "The dream averages %d models (%s and %s); reward = mean - %g x std.",
