@@ -2,7 +2,7 @@
 
     dream = DreamEvaluator(sequential_model, controller, initial_z, max_steps=1000, temperature=1.15)
     out = dream.evaluate(params, trial_ids, seed=gen)     # params [P, N], trial_ids [T]
-    out["returns"], out["steps"]                          # [P, T], [P, T]
+    out["returns"], out["steps"], out["reward_std"]      # [P, T] each
 
 All P x T episodes run together in one TF loop (`tf.while_loop` inside one tf.function):
 the controller acts on [z_t, h_t] (+ the LSTM cell c_t with `cell_state=True`; batched
@@ -25,7 +25,8 @@ An episode ends after `max_steps`, or when the episode-end head says so:
 
 An ensemble (`ensemble=(m_1, ..., m_K)`: more sequential models of the same Z and actions,
 e.g. MDN-RNNs fine-tuned on other data or from other seeds) makes the dream pessimistic where
-the models disagree, so a controller cannot win by exploiting one model's errors. Every member
+the models disagree, so that a controller does not win by exploiting one model's errors (on
+CarRacing it did not help: experiments/car_racing/dream_iterations/README.md). Every member
 steps on the same (z_t, a_t) with its own state; with M = K + 1 members (the first is
 `sequential_model`, whose h the controller reads):
   reward_t    = mean_m reward_m - disagreement_penalty * std_m reward_m  (population std)
@@ -36,7 +37,7 @@ the single-model dream, draw for draw.
 
 Every draw is stateless, keyed by `evaluate`'s `seed` and the step: the same seed replays the
 same dreams, another seed (CMA-ES: one per generation) draws new ones. Episode t of every
-member starts from the same initial z (`initial_z[trial_ids[t]]`: real reset frames, encoded),
+population member starts from the same initial z (`initial_z[trial_ids[t]]`: real reset frames, encoded),
 as real trials share seeds.
 """
 
