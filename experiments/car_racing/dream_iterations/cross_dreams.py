@@ -5,11 +5,12 @@ the others' rating of it, and does the ensemble's disagreement flag what fails i
         --rounds=3,5,6,7 --dreams=64
 
 For every MDN-RNN of `--rounds` (`$RL755_MODELS_DIR/car_racing/mdn_rnn_with_heads_750_iterR`,
-or `roundR/mdn_rnn` here where committed) it dreams `--dreams` episodes of 1,000 steps (τ 1,
-from encoded real reset frames, the same dream seed for every controller) with each controller
-of `CONTROLLERS`, and prints the mean return; then the ensemble of all those models
-(rl755.controller.dream_eval, the last round first) at each of `--penalties`: the return, and
-the members' per-step reward std. Paths not on this machine are skipped with a message.
+or `roundR/mdn_rnn` here where committed), and each of `--more_model_dirs`, it dreams
+`--dreams` episodes of 1,000 steps (τ 1, from encoded real reset frames, the same dream seed
+for every controller) with each controller of `CONTROLLERS`, and prints the mean return; then
+the ensemble of the rounds' models (rl755.controller.dream_eval, the last round first) at each
+of `--penalties`: the return, and the members' per-step reward std. Rounds whose model is not
+on this machine are skipped with a message.
 """
 
 import os
@@ -26,6 +27,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_list("rounds", ["3", "5", "6", "7"], "Rounds whose MDN-RNNs dream.")
 flags.DEFINE_integer("dreams", 64, "Dreams per controller and model.")
 flags.DEFINE_integer("seed", 123, "Dream seed.")
+flags.DEFINE_list(
+    "more_model_dirs", [], "More MDN-RNN training dirs to dream in alone (rows, not members)."
+)
 flags.DEFINE_multi_float("penalties", [0.0, 1.0], "The ensemble's disagreement penalties.")
 
 # name (its real score on seeds 1000-1019) -> its controller dir (all committed here).
@@ -83,6 +87,13 @@ def main(argv):
     for r, model in models.items():
         dream = DreamEvaluator(model, controller, z0, 1000, 1.0, spec.action_fn)
         rows[f"round {r}'s model"] = dream.evaluate(params, trials, seed=FLAGS.seed)["returns"]
+    for d in FLAGS.more_model_dirs:
+        dream = DreamEvaluator(
+            SequentialModelFromDir(d)(), controller, z0, 1000, 1.0, spec.action_fn
+        )
+        rows[os.path.basename(d.rstrip("/"))] = dream.evaluate(params, trials, seed=FLAGS.seed)[
+            "returns"
+        ]
     others = tuple(m for r, m in models.items() if r != last)
     outs = {}
     for penalty in FLAGS.penalties:
