@@ -25,8 +25,8 @@ An episode ends after `max_steps`, or when the episode-end head says so:
 
 An ensemble (`ensemble=(m_1, ..., m_K)`: more sequential models of the same Z and actions,
 e.g. MDN-RNNs fine-tuned on other data or from other seeds) makes the dream pessimistic where
-the models disagree, so that a controller does not win by exploiting one model's errors (on
-CarRacing it did not help: experiments/car_racing/dream_iterations/README.md). Every member
+the models disagree, so that a controller does not win by exploiting one model's errors (what
+it did on CarRacing: experiments/car_racing/dream_iterations/README.md). Every member
 steps on the same (z_t, a_t) with its own state; with M = K + 1 members (the first is
 `sequential_model`, whose h the controller reads):
   reward_t    = mean_m reward_m - disagreement_penalty * std_m reward_m  (population std)
