@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
+from dream_helpers import ScriptedModel
 
 from rl755.controller import networks, resolve
 from rl755.controller.agent import AgentSpec
@@ -16,7 +17,6 @@ from rl755.controller.cma_config import CmaConfig, derived_seeds, eval_seeds
 from rl755.controller.cma_train import run_cma_es
 from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
 from rl755.environments import Environments
-from rl755.models.common.sequential import SequentialModel
 from rl755.testing.fake_world_model import FakeDynamicsModel, FakeLatentEncoder
 
 ENV = Environments.FAKE_PIXELS
@@ -34,32 +34,14 @@ class ShiftedReward(FakeDynamicsModel):
         return {**out, "reward": out["reward"] + self.shift}
 
 
-class Latent(SequentialModel):
+class Latent(ScriptedModel):
     """z = (count, 0): reward z_t[0] each step, next z = z_t + (`drift`, 0), end
     probability `p`. Two members with drifts 0 and 1 count in z the steps whose next z came
     from the second."""
 
     def __init__(self, drift: float = 0.0, p: float = 0.0, z_size: int = 2, **kwargs):
-        super().__init__(**kwargs)
-        self.drift, self.p, self.z_size = drift, p, z_size
-
-    representation_size = property(lambda self: self.z_size)
-    action_size = property(lambda self: 3)
-    hidden_size = property(lambda self: 1)
-    has_reward_head = property(lambda self: True)
-    has_done_head = property(lambda self: True)
-
-    def get_loss_fn(self):
-        raise NotImplementedError
-
-    def get_hidden_representation(self, x, mask=None, training=None, position=-1):
-        raise NotImplementedError
-
-    def initial_state(self, batch_size):
-        return tf.zeros([batch_size, 1])
-
-    def step(self, z, a, state):
-        return state, state
+        super().__init__(z_size=z_size, **kwargs)
+        self.drift, self.p = drift, p
 
     def sample_next(self, hidden, temperature=1.0, seed=None, z=None):
         b = tf.shape(z)[0]

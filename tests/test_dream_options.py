@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
+from dream_helpers import ScriptedModel
 
 from rl755.common import tensorboard
 from rl755.controller import networks, resolve, saved
@@ -15,7 +16,6 @@ from rl755.controller.cma_train import CmaConfig, run_cma_es
 from rl755.controller.dream_eval import DreamEvaluator
 from rl755.environments import Environments
 from rl755.models import catalogue
-from rl755.models.common.sequential import SequentialModel
 
 ENV = Environments.FAKE_PIXELS
 
@@ -82,30 +82,12 @@ def test_cell_state_needs_a_model_with_a_memory_cell():
         tiny_spec("transformer.tiny_deterministic_transformer", cell_state=True).build()
 
 
-class ConstantHazard(SequentialModel):
+class ConstantHazard(ScriptedModel):
     """Reward 1 per step and done_prob `p` at every step, whatever the inputs."""
 
     def __init__(self, p: float, **kwargs):
         super().__init__(**kwargs)
         self.p = p
-
-    representation_size = property(lambda self: 2)
-    action_size = property(lambda self: 3)
-    hidden_size = property(lambda self: 1)
-    has_reward_head = property(lambda self: True)
-    has_done_head = property(lambda self: True)
-
-    def get_loss_fn(self):
-        raise NotImplementedError
-
-    def get_hidden_representation(self, x, mask=None, training=None, position=-1):
-        raise NotImplementedError
-
-    def initial_state(self, batch_size):
-        return tf.zeros([batch_size, 1])
-
-    def step(self, z, a, state):
-        return state, state
 
     def sample_next(self, hidden, temperature=1.0, seed=None, z=None):
         b = tf.shape(hidden)[0]
