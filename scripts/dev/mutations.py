@@ -680,4 +680,24 @@ MUTATIONS = [
         ),
         what="a dream run resumes with another ensemble or penalty",
     ),
+    dict(
+        name="dream_penalty_without_ensemble_accepted",
+        file="rl755/controller/cma_train.py",
+        old="if cfg.dream_disagreement_penalty and not dream_ensemble:",
+        new="if False:",
+        tests=(
+            f"{ENSEMBLE}::test_dream_training_plays_the_ensemble_records_it_and_resumes_only_with_it",
+        ),
+        what="a disagreement penalty without an ensemble is silently ignored",
+    ),
+    dict(
+        name="dream_members_not_checked",
+        file="rl755/controller/cma_train.py",
+        old="_check_dream_model(name, encoder, member, cfg)",
+        new="pass",
+        tests=(
+            f"{ENSEMBLE}::test_dream_training_plays_the_ensemble_records_it_and_resumes_only_with_it",
+        ),
+        what="an ensemble member without a reward head dreams zero rewards",
+    ),
 ]
