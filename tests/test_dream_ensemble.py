@@ -200,3 +200,55 @@ def test_ensemble_members_are_looked_up_strictly():
     assert fns["dir:/runs/mdn_a"] == resolve.SequentialModelFromDir("/runs/mdn_a")
     with pytest.raises(LookupError, match="no_such_model.*--sequential_model takes one of"):
         resolve.ensemble_model_fns("CAR_RACING", names=["no_such_model"])
+
+
+def test_dream_gap_plays_the_controllers_ensemble_unless_told_otherwise(tmp_path, monkeypatch):
+    """dream_gap.py on a controller trained in an ensemble: the dream it scores is that
+    ensemble's (from controller.json, members and penalty), with the members' disagreement per
+    policy; --dream_ensemble=none and --dream_disagreement_penalty replace it."""
+    from rl755.controller.dream_gap import dream_gap, format_table
+
+    models = {"/m/exact": FakeDynamicsModel, "/m/shifted": lambda: ShiftedReward(0.5)}
+    monkeypatch.setattr(resolve, "SequentialModelFromDir", lambda d: models[d])
+    monkeypatch.setattr(resolve, "EncoderFromDir", lambda *a: FakeLatentEncoder)
+    spec = AgentSpec(
+        ENV.name,
+        "LinearController",
+        encoder_fn=FakeLatentEncoder,
+        sequential_model_fn=FakeDynamicsModel,
+        encoder_name="dir:fake:2:/m/encoder",
+        sequential_model_name="dir:/m/exact",
+    )
+    cfg = CmaConfig(
+        mode="dream", population_size=4, trials_per_member=2, generations=1, sigma=0.5, seed=3,
+        rollout_max_steps=12, dream_initial_states=4, dream_disagreement_penalty=1.0,
+    )  # fmt: skip
+    d = str(tmp_path / "c")
+    run_cma_es(spec, d, cfg, dream_ensemble={"dir:/m/shifted": models["/m/shifted"]})
+
+    def gap(**kw):
+        kw = dict(environment=ENV.name, controller_dir=d, num_episodes=3, seed=7, **kw)
+        return dream_gap(max_steps=12, out_dir=str(tmp_path / "gap"), **kw)
+
+    own = gap()  # mean of r and r + 0.5 minus 1 x their std (0.25): r, the exact model's
+    alone = gap(dream_ensemble=("none",))
+    kind = gap(disagreement_penalty=0.0)  # mean of r and r + 0.5: r + 0.25 a step
+    assert own["dream_ensemble"] == ["dir:/m/shifted"] and own["dream_disagreement_penalty"] == 1
+    assert alone["dream_ensemble"] == [] and alone["dream_disagreement_penalty"] == 0
+    saved = json.loads((tmp_path / "gap" / "dream_gap.json").read_text())
+    assert saved["dream_ensemble"] == ["dir:/m/shifted"]  # the last one written
+    assert "members std" in format_table(own) and "members std" not in format_table(alone)
+    for name, v in own["policies"].items():
+        d1, d0, dk = v["dream"], alone["policies"][name]["dream"], kind["policies"][name]["dream"]
+        assert d1["steps_mean"] == d0["steps_mean"] == dk["steps_mean"], name
+        np.testing.assert_allclose(d1["mean"], d0["mean"], rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(dk["mean"], d0["mean"] + 0.25 * d0["steps_mean"], rtol=1e-5)
+        np.testing.assert_allclose(d1["members_reward_std"], 0.25, rtol=1e-5)
+        assert "members_reward_std" not in d0
+        assert v["real"] == alone["policies"][name]["real"]  # the real side is the same
+    with pytest.raises(ValueError, match="give --dream_ensemble or --dream_ensemble_dirs too"):
+        gap(dream_ensemble=("none",), disagreement_penalty=1.0)
+    no_reward = {"/m/exact": FakeDynamicsModel, "/m/headless": NoRewardHead}
+    monkeypatch.setattr(resolve, "SequentialModelFromDir", lambda d: no_reward[d])
+    with pytest.raises(ValueError, match="reward head; dir:/m/headless has none"):
+        gap(dream_ensemble_dirs=("/m/headless",))

@@ -47,39 +47,16 @@ from rl755.controller.cma_config import (
     selection_seeds,
     trial_seeds,
 )
-from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
+from rl755.controller.dream_eval import (
+    DreamEvaluator,
+    check_dream_model,
+    encoded_initial_states,
+)
 from rl755.controller.real_eval import RealEvaluator
 
 log = logging.getLogger(__name__)
 
 CURVE = "learning_curve.png"
-
-
-def _check_dream_model(name: str, encoder, seq, cfg: CmaConfig) -> None:
-    """`seq` (called `name` in messages) can dream: reward head, sample_next."""
-    import tensorflow as tf
-
-    if seq is None or encoder is None:
-        raise ValueError("--mode=dream needs an --encoder and a --sequential_model.")
-    if getattr(seq, "has_reward_head", True) is False:
-        raise ValueError(
-            f"--mode=dream needs a sequential model with a reward head; {name} "
-            "has none (train one with reward/done heads, e.g. mdn_rnn.mdn_rnn_with_heads)."
-        )
-    if getattr(seq, "has_done_head", True) is False:
-        log.warning(
-            "%s has no episode-end head: dream episodes run %d steps.",
-            name,
-            cfg.rollout_max_steps,
-        )
-    try:
-        seq.sample_next(
-            tf.zeros([1, seq.hidden_size]),
-            temperature=cfg.temperature,
-            z=tf.zeros([1, seq.representation_size]),
-        )
-    except NotImplementedError as e:
-        raise ValueError(f"--mode=dream needs a sequential model with sample_next: {e}") from e
 
 
 def _check_same_dream(model_dir: str, old: dict, meta: dict) -> None:
@@ -164,7 +141,9 @@ def run_cma_es(
     encoder, seq = spec.build_models()
     controller = spec.build_controller(encoder, seq)
     if cfg.mode == "dream":
-        _check_dream_model(spec.sequential_model_name, encoder, seq, cfg)
+        check_dream_model(
+            spec.sequential_model_name, encoder, seq, cfg.temperature, cfg.rollout_max_steps
+        )
     meta = saved.controller_meta(spec, controller)
     dream = cfg.mode == "dream"
     meta.update(
@@ -221,7 +200,7 @@ def run_cma_es(
             z0 = encoded_initial_states(make_env, encode, init_seeds)
             members = tuple(dream_ensemble[name]() for name in sorted(dream_ensemble))
             for name, member in zip(sorted(dream_ensemble), members):
-                _check_dream_model(name, encoder, member, cfg)
+                check_dream_model(name, encoder, member, cfg.temperature, cfg.rollout_max_steps)
             if members:
                 log.info(
                     "The dream averages %d models (%s and %s); reward = mean - %g x std.",

@@ -43,10 +43,14 @@ as real trials share seeds.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import tensorflow as tf
 
 from rl755.controller.agent import controller_features
+
+log = logging.getLogger(__name__)
 
 
 def encoded_initial_states(make_env, encode_fn, seeds) -> np.ndarray:
@@ -57,6 +61,29 @@ def encoded_initial_states(make_env, encode_fn, seeds) -> np.ndarray:
     finally:
         env.close()
     return np.asarray(encode_fn(frames), np.float32)
+
+
+def check_dream_model(name: str, encoder, seq, temperature: float, max_steps: int) -> None:
+    """A ValueError unless `seq` (called `name` in messages) can dream beside `encoder`: a
+    reward head and `sample_next`; a warning if it has no episode-end head (dreams then run
+    `max_steps` steps)."""
+    if seq is None or encoder is None:
+        raise ValueError("--mode=dream needs an --encoder and a --sequential_model.")
+    if getattr(seq, "has_reward_head", True) is False:
+        raise ValueError(
+            f"--mode=dream needs a sequential model with a reward head; {name} "
+            "has none (train one with reward/done heads, e.g. mdn_rnn.mdn_rnn_with_heads)."
+        )
+    if getattr(seq, "has_done_head", True) is False:
+        log.warning("%s has no episode-end head: dream episodes run %d steps.", name, max_steps)
+    try:
+        seq.sample_next(
+            tf.zeros([1, seq.hidden_size]),
+            temperature=temperature,
+            z=tf.zeros([1, seq.representation_size]),
+        )
+    except NotImplementedError as e:
+        raise ValueError(f"--mode=dream needs a sequential model with sample_next: {e}") from e
 
 
 class DreamEvaluator:

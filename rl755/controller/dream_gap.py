@@ -18,7 +18,16 @@ shows where the model is wrong before (or after) spending hours of CMA-ES on it:
 
 Dream episodes start from the encoded reset frames of the same seeds the real episodes use
 (episode i: seed + i) and run as in training (`DreamEvaluator`: temperature, Bernoulli episode
-ends); real episodes use the environment's own rewards and ends.
+ends, and a controller's dream ensemble); real episodes use the environment's own rewards and
+ends.
+
+With an ensemble (`ensemble={name: loader}`, more sequential models of the same Z; by default
+`dream_gap` takes the controller's own from its controller.json) the dream is the one the
+controller trained in (members' mean reward minus the penalty times their std), and each
+policy's dream stats also hold "members_reward_std": the members' per-step reward std,
+averaged over its episodes. On CarRacing that disagreement ordered four dream-trained
+controllers exactly as the real game did (experiments/car_racing/dream_iterations/README.md),
+so it flags a policy the dream cannot judge without playing it for real.
 """
 
 from __future__ import annotations
@@ -30,7 +39,11 @@ import numpy as np
 import tensorflow as tf
 
 from rl755.controller.agent import AgentSpec, feature_size
-from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
+from rl755.controller.dream_eval import (
+    DreamEvaluator,
+    check_dream_model,
+    encoded_initial_states,
+)
 from rl755.controller.evaluate import (
     checked_params,
     play_controller,
@@ -92,16 +105,27 @@ def measure_dream_gap(
     max_steps: int | None = None,
     envs_at_once: int = 4,
     done_threshold: float = 0.0,
+    ensemble: dict | None = None,
+    disagreement_penalty: float = 0.0,
 ) -> dict:
     """Scores the reference policies (and the controller `params` [N], if given) in the dream
-    of `spec`'s sequential model and in the real environment, on the same seeds.
+    of `spec`'s sequential model (with the `ensemble` members {name: loader}, if any, and
+    `disagreement_penalty`: `DreamEvaluator`) and in the real environment, on the same seeds.
 
-    Returns {"environment", "encoder", "sequential_model", "temperature", "num_episodes",
-    "seed", "max_steps", "policies": {name: {"dream": stats, "real": stats, "ratio"}}}, where
-    stats = {"mean", "std", "min", "max", "steps_mean"} of the episode returns.
+    Returns {"environment", "encoder", "sequential_model", "dream_ensemble" (member names),
+    "dream_disagreement_penalty", "temperature", "num_episodes", "seed", "max_steps",
+    "policies": {name: {"dream": stats, "real": stats, "ratio"}}}, where stats = {"mean",
+    "std", "min", "max", "steps_mean"} of the episode returns; with an ensemble the dream's
+    stats also hold "members_reward_std".
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}.")
+    ensemble = dict(ensemble or {})
+    if disagreement_penalty and not ensemble:
+        raise ValueError(
+            "--dream_disagreement_penalty weighs the disagreement of a dream ensemble: give "
+            "--dream_ensemble or --dream_ensemble_dirs too (or leave the penalty at 0)."
+        )
     env_enum = spec.env
     agent = spec.build()  # the encoder and sequential model, loaded once
     encoder, seq = agent.encoder, agent.sequential_model
@@ -111,6 +135,9 @@ def measure_dream_gap(
             "--sequential_model (or a controller dir whose controller.json names them)."
         )
     max_steps = max_steps or env_enum.max_episode_steps or 1000
+    members = tuple(ensemble[name]() for name in sorted(ensemble))
+    for name, member in zip(sorted(ensemble), members):
+        check_dream_model(name, encoder, member, temperature, max_steps)
     make_env = env_enum.make_fn()
     seeds = np.arange(num_episodes) + int(seed)
 
@@ -125,7 +152,10 @@ def measure_dream_gap(
 
     def dream(evaluator, p) -> dict:
         out = evaluator.evaluate(p, trials, seed=int(seed))
-        return {**stats(out["returns"][0]), "steps_mean": float(out["steps"][0].mean())}
+        d = {**stats(out["returns"][0]), "steps_mean": float(out["steps"][0].mean())}
+        if members:
+            d["members_reward_std"] = float(out["reward_std"][0].mean())
+        return d
 
     def evaluator(controller):
         return DreamEvaluator(
@@ -137,6 +167,8 @@ def measure_dream_gap(
             spec.action_fn,
             cell_state=spec.cell_state,
             done_threshold=done_threshold,
+            ensemble=members,
+            disagreement_penalty=disagreement_penalty,
         )
 
     constant = evaluator(_FixedPolicy(input_size, low, high))
@@ -164,6 +196,8 @@ def measure_dream_gap(
         "environment": env_enum.name,
         "encoder": spec.encoder_name,
         "sequential_model": spec.sequential_model_name,
+        "dream_ensemble": sorted(ensemble),
+        "dream_disagreement_penalty": float(disagreement_penalty),
         "temperature": float(temperature),
         "done_threshold": float(done_threshold),
         "num_episodes": int(num_episodes),
@@ -174,14 +208,20 @@ def measure_dream_gap(
 
 
 def format_table(gap: dict) -> str:
-    """A plain-text table: policy, dream mean +- std, real mean +- std, dream / real."""
-    rows = [f"{'policy':28s} {'dream':>18s} {'real':>18s} {'dream/real':>10s}"]
+    """A plain-text table: policy, dream mean +- std, real mean +- std, dream / real, and
+    with an ensemble the members' per-step reward std."""
+    members = bool(gap.get("dream_ensemble"))
+    rows = [
+        f"{'policy':28s} {'dream':>18s} {'real':>18s} {'dream/real':>10s}"
+        + (f" {'members std':>11s}" if members else "")
+    ]
     for name, v in gap["policies"].items():
         d, r = v["dream"], v["real"]
         ratio = "-" if v["ratio"] is None else f"{v['ratio']:.2f}"
         rows.append(
             f"{name:28s} {d['mean']:9.1f} +- {d['std']:6.1f} "
             f"{r['mean']:9.1f} +- {r['std']:6.1f} {ratio:>10s}"
+            + (f" {d['members_reward_std']:11.3f}" if members else "")
         )
     return "\n".join(rows)
 
@@ -198,6 +238,9 @@ def dream_gap(
     seed: int = 0,
     max_steps: int | None = None,
     done_threshold: float | None = None,
+    dream_ensemble: tuple[str, ...] | None = None,
+    dream_ensemble_dirs: tuple[str, ...] | None = None,
+    disagreement_penalty: float | None = None,
     out_dir: str | None = None,
     run_flags: dict | None = None,
     deterministic: bool | None = None,
@@ -205,9 +248,13 @@ def dream_gap(
     """What scripts/models/dream_gap.py runs.
 
     With `controller_dir`, its controller.json names the encoder, the sequential model and
-    (for a dream-trained controller) the temperature, and the controller is scored too;
-    `encoder` / `sequential_model[_dir]` / `temperature` override them. Without it, the
-    encoder and a sequential model must be named. Writes <out_dir>/dream_gap.json (default
+    (for a dream-trained controller) the temperature, the episode ends and the dream
+    ensemble with its penalty, and the controller is scored too; `encoder` /
+    `sequential_model[_dir]` / `temperature` / `done_threshold` override them. Without it, the
+    encoder and a sequential model must be named. `dream_ensemble` (zoo names; ("none",): no
+    ensemble) and `dream_ensemble_dirs` (training dirs), when either is given, replace the
+    controller's ensemble (`resolve.ensemble_model_fns`); `disagreement_penalty` (None: the
+    controller's with its own ensemble, else 0) is the dream reward's penalty. Writes <out_dir>/dream_gap.json (default
     <controller_dir>/dream_gap) and returns its dict. `deterministic`:
     `rl755.common.determinism.configure` with `seed` (None: on without a GPU).
     """
@@ -218,11 +265,14 @@ def dream_gap(
     determinism.configure(seed, deterministic)
     env = Environments.from_name(environment)
     params = None
+    meta = {}
+    source = None
     if controller_dir:
         trained = saved.load_trained_controller(controller_dir)
         seq_name = f"dir:{sequential_model_dir}" if sequential_model_dir else sequential_model
         meta, spec = spec_with_overrides(trained, controller_dir, env.name, encoder, seq_name)
         params = trained.params
+        source = "shipped" if getattr(trained, "zoo_source", None) == "shipped" else None
         if temperature is None:
             temperature = meta.get("temperature")
         if done_threshold is None:
@@ -240,6 +290,15 @@ def dream_gap(
         )
     temperature = 1.0 if temperature is None else float(temperature)
     done_threshold = 0.0 if done_threshold is None else float(done_threshold)
+    if dream_ensemble is None and dream_ensemble_dirs is None:  # the controller's own dream
+        names = tuple(meta.get("dream_ensemble") or ())
+        ensemble = resolve.ensemble_model_fns(env, names, source=source)
+        if disagreement_penalty is None:
+            disagreement_penalty = meta.get("dream_disagreement_penalty") or 0.0
+    else:
+        names = tuple(n for n in dream_ensemble or () if n.strip().lower() != resolve.NONE)
+        ensemble = resolve.ensemble_model_fns(env, names, dream_ensemble_dirs or (), source)
+    disagreement_penalty = float(disagreement_penalty or 0.0)
     with run_record.record_run(out_dir, dict(run_flags or {}), stage="dream_gap"):
         gap = measure_dream_gap(
             spec,
@@ -249,6 +308,8 @@ def dream_gap(
             seed=seed,
             max_steps=max_steps,
             done_threshold=done_threshold,
+            ensemble=ensemble,
+            disagreement_penalty=disagreement_penalty,
         )
         gap["out_dir"] = os.path.abspath(out_dir)
         sharded_io.write_json_atomic(os.path.join(out_dir, "dream_gap.json"), gap)

@@ -116,15 +116,20 @@ def make_agent_spec(
 
 
 def ensemble_model_fns(
-    environment: str | Environments, names=(), model_dirs=()
+    environment: str | Environments, names=(), model_dirs=(), source: str | None = None
 ) -> dict[str, object]:
     """{name: picklable loader} of a dream ensemble's extra sequential models
-    (rl755.controller.dream_eval): zoo `names` (strict lookups, as --sequential_model) and
-    training `model_dirs` (named "dir:<model dir>", as --sequential_model_dir)."""
+    (rl755.controller.dream_eval): zoo `names` (strict lookups, as --sequential_model; a name
+    "dir:<model dir>", as controller.json records a dir member, is that dir) and training
+    `model_dirs` (named "dir:<model dir>", as --sequential_model_dir). `source` picks the
+    zoo copies (`saved_model_fn`)."""
     env = Environments.from_name(environment)
     fns = {}
     for name in names:
-        fns[name] = saved_model_fn(env, name, "sequential_model")
+        if name.startswith("dir:"):
+            fns[name] = SequentialModelFromDir(name[4:])
+            continue
+        fns[name] = saved_model_fn(env, name, "sequential_model", source)
         if fns[name] is None:
             raise ValueError("--dream_ensemble lists sequential models; 'none' is not one.")
     for model_dir in model_dirs:

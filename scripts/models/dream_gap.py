@@ -10,10 +10,16 @@
         --encoder=raw_rollout_vae_64ld --sequential_model=mdn_rnn_64ld --temperature=1.15 \
         --out_dir=/tmp/doom_gap
 
+    # a controller trained in a dream ensemble plays that ensemble's dream (its
+    # controller.json); --dream_ensemble_dirs=... replaces it, --dream_ensemble=none drops it
+    python scripts/models/dream_gap.py --environment=CAR_RACING --model_dir=$CTRL \
+        --num_episodes=10 --seed=1000
+
 Reference policies: uniform random, every discrete action held constant (continuous: the
 action box's center and each dimension's ends). A policy the model rates far above its real
 score is one a dream-trained controller will find. Prints a table and writes
-<out_dir>/dream_gap.json (default <model_dir>/dream_gap). Library:
+<out_dir>/dream_gap.json (default <model_dir>/dream_gap). With an ensemble the table adds the
+members' per-step reward std for each policy: where they disagree, the dream cannot be trusted. Library:
 rl755.controller.dream_gap.dream_gap.
 """
 
@@ -42,6 +48,23 @@ flags.DEFINE_float(
     "Dream episode ends (0: Bernoulli draws; p > 0: when done_prob > p). Default: the "
     "controller's training setting, else 0.",
 )
+flags.DEFINE_list(
+    "dream_ensemble",
+    None,
+    "More sequential models of the zoo the dream averages (default: the controller's own "
+    "ensemble from its controller.json; 'none': the single-model dream).",
+)
+flags.DEFINE_list(
+    "dream_ensemble_dirs",
+    None,
+    "As --dream_ensemble: train_sequential_model dirs, comma-separated.",
+)
+flags.DEFINE_float(
+    "dream_disagreement_penalty",
+    None,
+    "With an ensemble: the dream's reward is the members' mean minus this x their std "
+    "(default: the controller's, else 0).",
+)
 flags.DEFINE_integer("num_episodes", 100, "Episodes per policy and side; episode i: seed + i.")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode.")
 flags.DEFINE_integer("max_steps", None, "Step limit (default: the environment's).")
@@ -64,6 +87,9 @@ def main(argv):
             sequential_model_dir=FLAGS.sequential_model_dir,
             temperature=FLAGS.temperature,
             done_threshold=FLAGS.done_threshold,
+            dream_ensemble=FLAGS.dream_ensemble,
+            dream_ensemble_dirs=FLAGS.dream_ensemble_dirs,
+            disagreement_penalty=FLAGS.dream_disagreement_penalty,
             num_episodes=FLAGS.num_episodes,
             seed=FLAGS.seed,
             max_steps=FLAGS.max_steps,
@@ -73,9 +99,16 @@ def main(argv):
         )
     except (ValueError, LookupError, FileNotFoundError) as e:
         raise app.UsageError(str(e)) from e
+    members = gap["dream_ensemble"]
+    ensemble = (
+        f" with {', '.join(members)} (reward = mean - {gap['dream_disagreement_penalty']:g} x std)"
+        if members
+        else ""
+    )
     print(
-        f"{gap['environment']}, {gap['sequential_model']}, temperature {gap['temperature']:g}, "
-        f"{gap['num_episodes']} episodes per policy (mean +- std of returns):"
+        f"{gap['environment']}, {gap['sequential_model']}{ensemble}, temperature "
+        f"{gap['temperature']:g}, {gap['num_episodes']} episodes per policy (mean +- std of "
+        "returns):"
     )
     print(format_table(gap))
     print(f"Wrote {gap['out_dir']}/dream_gap.json")
