@@ -256,3 +256,38 @@ def test_reconstruction_picture_is_what_the_model_sees_above_its_reconstruction(
     seen = tf.image.resize(frames[:, :84].astype(np.float32) / 255.0, (64, 64)).numpy()
     np.testing.assert_array_equal(grid[:64], pictures.frame_grid(seen))
     np.testing.assert_array_equal(grid[64:], pictures.frame_grid(vae.reconstruct(frames).numpy()))
+
+
+def test_vae_posterior_std_sampling_and_kl_by_hand():
+    """std = exp(log_var / 2); training decodes a reparameterized sample z ~ N(mean, std);
+    the KL term is the batch mean of max(KL, kl_tolerance * Z), KL in closed form."""
+    from rl755.models import catalogue
+
+    vae = catalogue.build("FAKE_PIXELS", "vae.Vae", representation_size=4).build_for_frames()
+    frames = tf.constant(np.stack([fake_rollout(s).obs_l[0] for s in range(2)]))
+    mu = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    vae.mean_head.kernel.assign(tf.zeros_like(vae.mean_head.kernel))
+    vae.mean_head.bias.assign(mu)
+    vae.log_var_head.kernel.assign(tf.zeros_like(vae.log_var_head.kernel))
+
+    def set_std(std):
+        vae.log_var_head.bias.assign(np.full(4, 2 * np.log(std), np.float32))
+
+    set_std(2.0)
+    mean, std = vae.encode_posterior(frames)
+    np.testing.assert_allclose(mean, np.tile(mu, (2, 1)), rtol=1e-6)
+    np.testing.assert_allclose(std, np.full((2, 4), 2.0), rtol=1e-5)
+    # Training decodes a sample: with std 2, not the mean's decoding, and not twice the same.
+    at_mean = vae.decode(mean).numpy()
+    first, second = vae(frames, training=True).numpy(), vae(frames, training=True).numpy()
+    assert np.abs(first - at_mean).max() > 1e-3 and np.abs(first - second).max() > 1e-3
+    set_std(1e-6)  # a sample within 1e-6 of the mean decodes like the mean
+    np.testing.assert_allclose(vae(frames, training=True).numpy(), at_mean, atol=1e-4)
+
+    # KL(N(m, s) || N(0, 1)) = 0.5 * sum(s^2 + m^2 - 1 - log s^2), floored at 0.5 * Z = 2.
+    m = np.array([[0.1, 0.0, -0.1, 0.2], [2.0, -1.0, 1.5, 0.5]], np.float32)
+    s = np.array([[1.0, 0.9, 1.1, 1.0], [0.5, 2.0, 0.3, 1.0]], np.float32)
+    kl = 0.5 * np.sum(s**2 + m**2 - 1 - np.log(s**2), axis=1)
+    assert kl[0] < 2.0 < kl[1]
+    want = np.mean(np.maximum(kl, 2.0))
+    assert float(vae.kl_loss(tf.constant(m), tf.constant(s))) == pytest.approx(want, rel=1e-5)

@@ -233,3 +233,35 @@ def test_benchmark_compares_infilling_pretraining_at_equal_compute(tmp_path):
         assert np.isfinite(m["dream_gap"]["mean_abs_gap"]) and m["episode_end"] is not None
     assert "infill then autoregressive" in out["table"] and "dream gap" in out["table"]
     assert (tmp_path / "r" / "research.json").exists() and (tmp_path / "r" / "table.txt").exists()
+
+
+def test_span_lengths_are_uniform_up_to_the_longest_span():
+    """One span per sequence, T = 32, max_span_fraction 0.25: lengths 1..8, each about 1/8
+    of the spans that do not reach the end; starts among the real steps only."""
+    task = resolve_task("infill", num_spans=1)
+    m = task.infill_mask(np.ones((800, 32), np.float32), 7).numpy().astype(int)
+    lengths, ends = m.sum(1), np.array([np.nonzero(row)[0].max() for row in m])
+    unclipped = lengths[ends < 31]
+    counts = np.bincount(unclipped, minlength=10)
+    assert counts[0] == 0 and counts[9] == 0 and lengths.max() == 8
+    assert np.all(np.abs(counts[1:9] / len(unclipped) - 1 / 8) < 0.05), counts
+    short = np.zeros((800, 32), np.float32)
+    short[:, :5] = 1.0  # 5 real steps: every sequence still hides at least one
+    m = task.infill_mask(short, 7).numpy()
+    assert m.sum(1).min() >= 1 and not m[:, 5:].any()
+
+
+def test_infilling_head_never_reads_padded_steps():
+    model = fake_model(NAME)()
+    model.ensure_built()
+    x = _batch(b=2, t=8)["inputs"].numpy()
+    mask = np.ones((2, 8), np.float32)
+    mask[:, 5:] = 0.0
+    hidden = np.zeros((2, 8), np.float32)
+    hidden[:, 2:4] = 1.0
+    base = model.infill(tf.constant(x), mask, hidden).numpy()[:, :5]
+    y = x.copy()
+    y[:, 5:] = np.random.default_rng(1).normal(0, 10, size=y[:, 5:].shape)
+    np.testing.assert_allclose(
+        model.infill(tf.constant(y), mask, hidden).numpy()[:, :5], base, atol=1e-5
+    )

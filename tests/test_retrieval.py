@@ -256,3 +256,52 @@ def test_benchmark_compares_retrieval_with_the_same_transformer_without(tmp_path
     np.testing.assert_allclose(  # the same models and windows as the benchmark's own run
         again["models"][1]["open_loop"]["z_mse"], retrieval["open_loop"]["z_mse"], rtol=1e-5
     )
+
+
+def test_index_standardizes_keys_and_continuations_by_the_rollouts_statistics(tmp_path):
+    """mean and std per feature of x over every indexed step; an item's value is
+    [(key - mean) / std, (z_(t+j) - z_t) / std_z, valid_j]."""
+    builder = _builder(tmp_path / "enc", rollouts_per_split=3, steps=9)
+    settings = ri.RetrievalSettings(window=2, continuation=3, index="Flat")
+    ri.build_index(builder, str(tmp_path / "i"), settings, Z, A)
+    memory = Memory.load(str(tmp_path / "i"))
+    rollouts = list(ri._rollouts(builder, 0))
+    x = np.concatenate([np.concatenate([z, a], 1) for z, a, _ in rollouts]).astype(np.float64)
+    mean, std = x.mean(0), x.std(0)
+    assert std.min() > 0.1  # (no feature falls back to std 1)
+    np.testing.assert_allclose(memory.mean, mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(memory.std, std, rtol=1e-4)
+    wd, c = memory.key_size, settings.continuation
+    for z, a, fp in rollouts:
+        keys, cont, valid = ri.rollout_windows(z, a, settings)
+        lo, hi = memory._ranges[fp]
+        got = np.asarray(memory.values[lo:hi])
+        np.testing.assert_allclose(
+            got[:, :wd], (keys - np.tile(mean, 2)) / np.tile(std, 2), atol=1e-5
+        )
+        np.testing.assert_allclose(got[:, wd : wd + c * Z], cont / np.tile(std[:Z], c), atol=1e-5)
+        np.testing.assert_array_equal(got[:, wd + c * Z :], valid)
+
+
+def test_fusion_ignores_the_items_not_found():
+    """Items with found = 0 take no part: changing them changes nothing, and with none found
+    the fusion is the feed-forward block alone."""
+    from rl755.models.common.retrieval import RetrievalFusion
+
+    fusion = RetrievalFusion(num_heads=2)
+    fusion.build((None, 8))
+    rng = np.random.default_rng(0)
+    for v in fusion.weights:
+        v.assign(rng.normal(0, 0.5, v.shape).astype(np.float32))
+    h = tf.constant(rng.normal(size=(3, 8)), tf.float32)
+    values = rng.normal(size=(3, 4, 5)).astype(np.float32)
+    dist = rng.uniform(0, 2, size=(3, 4)).astype(np.float32)
+    found = np.array([[1, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]], np.float32)
+    base = fusion(h, values, dist, found).numpy()
+    other_values, other_dist = values.copy(), dist.copy()
+    other_values[found == 0] = rng.normal(0, 5, size=(int((found == 0).sum()), 5))
+    other_dist[found == 0] = 7.0
+    np.testing.assert_allclose(fusion(h, other_values, other_dist, found).numpy(), base, atol=1e-5)
+    ffn = fusion.norm_out(h + fusion.ff2(fusion.ff1(fusion.norm_f(h)))).numpy()
+    np.testing.assert_allclose(base[2], ffn[2], atol=1e-5)
+    assert np.abs(base[:2] - ffn[:2]).max() > 1e-3  # found items do change h

@@ -324,3 +324,64 @@ def test_transformer_constructors_take_sizes_by_keyword_with_shared_defaults():
         assert (t.num_layers, t.model_dim, t.num_heads, t.window) == (6, 256, 8, 128)
         with pytest.raises(ValueError, match="num_layer"):
             build(Z, A, num_layer=1)  # a misspelt size is refused (by Keras), not ignored
+
+
+def test_attention_is_alibi_over_the_sliding_window_by_hand():
+    """One SlidingWindowAttention layer against numpy: logits q.k / sqrt(dk) - slope_h (i - j)
+    over keys i - W < j <= i (real ones only), slopes 2^(-8 h / heads), h = 1..heads."""
+    from rl755.models.common.transformer import SlidingWindowAttention, alibi_slopes
+
+    np.testing.assert_allclose(alibi_slopes(4), [2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8])
+    heads, dk, w, d, t = 2, 3, 3, 4, 7
+    layer = SlidingWindowAttention(heads, dk, w)
+    layer.build((None, None, d))
+    rng = np.random.default_rng(0)
+    for v in layer.weights:
+        v.assign(rng.normal(0, 0.7, v.shape).astype(np.float32))
+    x = rng.normal(size=(2, t, d)).astype(np.float32)
+    key_mask = np.ones((2, t), np.float32)
+    key_mask[1, 5:] = 0.0
+    got = layer(tf.constant(x), key_mask=tf.constant(key_mask)).numpy()
+
+    qkv = (x @ layer.qkv.kernel.numpy() + layer.qkv.bias.numpy()).reshape(2, t, 3, heads, dk)
+    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # [B, T, h, dk]
+    slopes = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)
+    out = np.zeros((2, t, heads, dk))
+    for b in range(2):
+        for i in range(t):
+            js = [j for j in range(max(0, i - w + 1), i + 1) if key_mask[b, j]]
+            for h in range(heads):
+                logits = np.array(
+                    [q[b, i, h] @ k[b, j, h] / np.sqrt(dk) - slopes[h] * (i - j) for j in js]
+                )
+                p = np.exp(logits - logits.max())
+                out[b, i, h] = (p / p.sum()) @ v[b, js, h]
+    want = out.reshape(2, t, heads * dk) @ layer.out.kernel.numpy() + layer.out.bias.numpy()
+    real = key_mask > 0  # (a padded query's output is not used)
+    np.testing.assert_allclose(got[real], want[real], rtol=1e-4, atol=1e-5)
+
+
+def test_loss_weights_and_the_done_heads_positive_weight_by_hand():
+    """loss = z_w * z term + reward_w * reward term + done_w * done term, the done term a
+    cross-entropy with the episode ends weighted done_pos_weight."""
+    model = fake_model("lstm.deterministic_lstm_with_heads")(
+        z_loss_weight=2.0, reward_loss_weight=0.5, done_loss_weight=3.0, done_pos_weight=4.0
+    )
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(2, 5, Z + A)), tf.float32)
+    preds = model(x)
+    targets = rng.normal(size=(2, 5, Z)).astype(np.float32)
+    rewards = rng.normal(size=(2, 5)).astype(np.float32)
+    dones = np.array([[0, 0, 0, 0, 1], [0, 0, 1, 0, 0]], np.float32)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.float32)
+    batch = dict(targets=targets, rewards=rewards, dones=dones, mask=mask, target_mask=mask)
+    loss = float(model.get_loss_fn()(batch, preds))
+    m = mask > 0
+    z_term = np.mean(((preds["z"].numpy() - targets) ** 2).mean(-1)[m])
+    r_term = np.mean(((preds["reward"].numpy() - rewards) ** 2)[m])
+    logits = preds["done_logits"].numpy().astype(np.float64)
+    log_p, log_not_p = -np.logaddexp(0, -logits), -np.logaddexp(0, logits)
+    xent = -(4.0 * dones * log_p + (1 - dones) * log_not_p)
+    d_term = np.mean(xent[m])
+    assert dones[m].sum() == 2  # both ends are real steps: their weight matters
+    np.testing.assert_allclose(loss, 2.0 * z_term + 0.5 * r_term + 3.0 * d_term, rtol=1e-5)

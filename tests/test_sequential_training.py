@@ -447,3 +447,41 @@ def test_xla_compiled_training_gives_the_same_losses(tmp_path):
     b = ts.load_trained_model(str(tmp_path / "False"), model_fn)
     for va, vb in zip(a.weights, b.weights):
         np.testing.assert_allclose(va.numpy(), vb.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_learning_rate_sets_adams_first_step_and_validation_averages_its_batches(tmp_path):
+    """Adam's first step moves each weight by lr * g / (|g| + eps), i.e. lr where the gradient
+    is not tiny; the validation losses are the mean over `validation_steps` batches (here
+    batches 0:4, 4:8, 0:4 of the fixed slices) of the trained model's masked loss."""
+    made, initial = [], []
+
+    def model_fn():
+        model = fake_model("lstm.deterministic_lstm_with_heads")()
+        model.ensure_built()
+        made.append(model)
+        initial.extend(v.numpy() for v in model.trainable_variables)
+        return model
+
+    lr, data = 0.05, fixed_slices(n=8, length=5)
+    result = loop.fit_sequential_model(
+        model_fn,
+        data,
+        str(tmp_path / "m"),
+        train_steps=1,
+        batch_size=4,
+        learning_rate=lr,
+        validation_steps=3,
+        save_every_n_steps=1,
+    )
+    (model,) = made
+    moves = [np.abs(v.numpy() - w) for v, w in zip(model.trainable_variables, initial)]
+    biggest = max(float(m.max()) for m in moves)
+    assert biggest == pytest.approx(lr, rel=1e-3) and all(m.max() <= lr * 1.0001 for m in moves)
+
+    slices = next(iter(data("validation").batch(8)))
+    losses = []
+    for rows in (slice(0, 4), slice(4, 8), slice(0, 4)):
+        batch = {k: v[rows] for k, v in slices.items()}
+        predictions = model(batch["inputs"], mask=batch["mask"])
+        losses.append(float(model.get_loss_fn()(batch, predictions)))
+    assert result["validation"]["loss"] == pytest.approx(np.mean(losses), rel=1e-5)

@@ -21,6 +21,8 @@ LOGS = "tests/test_quiet_logs.py"
 SHIPPED = "tests/test_shipped_models.py"
 RECORDS = "tests/test_run_record.py"
 ENSEMBLE = "tests/test_dream_ensemble.py"
+INFILL = "tests/test_infilling.py"
+RETRIEVAL = "tests/test_retrieval.py"
 SEQ_WARM = f"{SEQ_TRAIN}::test_initial_weights_start_a_new_run_from_another_runs_weights"
 
 MUTATIONS = [
@@ -731,5 +733,138 @@ MUTATIONS = [
         new="if False:",
         tests=(f"{ENSEMBLE}::test_dream_gap_plays_the_controllers_ensemble_unless_told_otherwise",),
         what="dream_gap.py ignores a disagreement penalty it has no ensemble for",
+    ),
+    # ---- model code: transformer, VAE, losses, training loop, infilling, retrieval --------------
+    dict(
+        name="alibi_slopes_negative",
+        file="rl755/models/common/transformer.py",
+        old="return np.array([2.0 ** (-8.0 * (h + 1) / num_heads) for h in range(num_heads)], np.float32)",
+        new="return np.array([-(2.0 ** (-8.0 * (h + 1) / num_heads)) for h in range(num_heads)], np.float32)",
+        tests=(f"{SEQ_MODELS}::test_attention_is_alibi_over_the_sliding_window_by_hand",),
+        what="ALiBi rewards distance (+slope * (i - j)): heads attend to the oldest keys",
+    ),
+    dict(
+        name="attention_window_one_wider",
+        file="rl755/models/common/transformer.py",
+        old="allowed = tf.logical_and(dist >= 0, dist < self.window)[None, None]",
+        new="allowed = tf.logical_and(dist >= 0, dist <= self.window)[None, None]",
+        tests=(
+            f"{SEQ_MODELS}::test_step_matches_full_sequence",
+            f"{SEQ_MODELS}::test_one_layer_window_equals_recomputing_last_window",
+        ),
+        what="the full pass attends to window + 1 keys (step attends to window)",
+    ),
+    dict(
+        name="infill_block_attends_padding",
+        file="rl755/models/common/infilling.py",
+        old="            scores = tf.where(real, scores, _NEG)\n",
+        new="            scores = scores\n",
+        tests=(f"{INFILL}::test_infilling_head_never_reads_padded_steps",),
+        what="the infilling head's bidirectional block reads padded steps",
+    ),
+    dict(
+        name="vae_std_is_the_variance",
+        file="rl755/models/common/conv_vae.py",
+        old="return mean, tf.exp(0.5 * log_var)",
+        new="return mean, tf.exp(log_var)",
+        tests=(f"{ENCODER}::test_vae_posterior_std_sampling_and_kl_by_hand",),
+        what="the VAE's posterior std is exp(log_var), the variance, not exp(log_var / 2)",
+    ),
+    dict(
+        name="vae_trains_on_the_posterior_mean",
+        file="rl755/models/common/conv_vae.py",
+        old="z = tfd.MultivariateNormalDiag(loc=mean, scale_diag=std).sample()",
+        new="z = mean",
+        tests=(f"{ENCODER}::test_vae_posterior_std_sampling_and_kl_by_hand",),
+        what="the VAE decodes the posterior mean in training: no reparameterized sample",
+    ),
+    dict(
+        name="vae_kl_summed_over_the_batch",
+        file="rl755/models/common/conv_vae.py",
+        old="        return tf.reduce_mean(kl)\n",
+        new="        return tf.reduce_sum(kl)\n",
+        tests=(f"{ENCODER}::test_vae_posterior_std_sampling_and_kl_by_hand",),
+        what="the VAE's KL term is summed over the batch, not averaged",
+    ),
+    dict(
+        name="vae_reconstruction_mean_not_sum",
+        file="rl755/models/common/conv_vae.py",
+        old="return tf.reduce_sum(tf.square(target - tf.cast(y_pred, tf.float32)), axis=[1, 2, 3])",
+        new="return tf.reduce_mean(tf.square(target - tf.cast(y_pred, tf.float32)), axis=[1, 2, 3])",
+        tests=(
+            f"{ENCODER}::test_car_racing_vae_matches_the_paper",
+            f"{ENCODER}::test_custom_training_loop_lowers_the_loss",
+        ),
+        what="the VAE's reconstruction term averages the pixels instead of summing them",
+    ),
+    dict(
+        name="done_loss_ignores_pos_weight",
+        file="rl755/models/common/sequential_models.py",
+        old="                pos_weight=self.done_pos_weight,\n",
+        new="                pos_weight=1.0,\n",
+        tests=(f"{SEQ_MODELS}::test_loss_weights_and_the_done_heads_positive_weight_by_hand",),
+        what="the episode-end loss does not weight the ends by done_pos_weight",
+    ),
+    dict(
+        name="loss_weights_ignored",
+        file="rl755/models/common/sequential_models.py",
+        old="return tf.add_n([self.loss_weights[k] * v for k, v in terms.items()])",
+        new="return tf.add_n([v for k, v in terms.items()])",
+        tests=(f"{SEQ_MODELS}::test_loss_weights_and_the_done_heads_positive_weight_by_hand",),
+        what="z/reward/done_loss_weight are ignored: the loss is the plain sum of the terms",
+    ),
+    dict(
+        name="sequential_learning_rate_ignored",
+        file="rl755/models/common/sequential_loop.py",
+        old="optimizer = keras.optimizers.Adam(learning_rate)",
+        new="optimizer = keras.optimizers.Adam()",
+        tests=(
+            f"{SEQ_TRAIN}::test_learning_rate_sets_adams_first_step_and_validation_averages_its_batches",
+        ),
+        what="sequential training runs at Adam's default rate whatever --learning_rate says",
+    ),
+    dict(
+        name="validation_sums_the_batches",
+        file="rl755/models/common/sequential_loop.py",
+        old="return {k: v / validation_steps for k, v in total.items()}",
+        new="return {k: v for k, v in total.items()}",
+        tests=(
+            f"{SEQ_TRAIN}::test_learning_rate_sets_adams_first_step_and_validation_averages_its_batches",
+        ),
+        what="the validation losses are summed over --validation_steps batches, not averaged",
+    ),
+    dict(
+        name="validation_in_training_mode",
+        file="rl755/models/common/sequential_loop.py",
+        old="lambda b: replica_losses(b, False)",
+        new="lambda b: replica_losses(b, True)",
+        tests=(f"{INFILL}::test_infilling_pretraining_then_autoregressive_in_one_model_dir",),
+        what="validation batches run in training mode (an infilling run validates one kind)",
+    ),
+    dict(
+        name="infill_spans_one_step_short",
+        file="rl755/models/common/sequential_tasks.py",
+        old="shape, self._seed(step, _LENGTH_SALT), 1, longest + 1, dtype=tf.int32",
+        new="shape, self._seed(step, _LENGTH_SALT), 1, longest, dtype=tf.int32",
+        tests=(f"{INFILL}::test_span_lengths_are_uniform_up_to_the_longest_span",),
+        what="hidden spans are at most max_span - 1 steps long",
+    ),
+    dict(
+        name="retrieval_continuations_not_standardized",
+        file="rl755/models/common/retrieval_index.py",
+        old="(conts / np.tile(std[:z], c)).astype(np.float32)",
+        new="conts.astype(np.float32)",
+        tests=(
+            f"{RETRIEVAL}::test_index_standardizes_keys_and_continuations_by_the_rollouts_statistics",
+        ),
+        what="the index stores raw continuations z_(t+j) - z_t, not divided by std_z",
+    ),
+    dict(
+        name="retrieval_fusion_reads_missing_items",
+        file="rl755/models/common/retrieval.py",
+        old="scores = tf.where(found[..., None, :] > 0, scores, _NEG)",
+        new="scores = scores",
+        tests=(f"{RETRIEVAL}::test_fusion_ignores_the_items_not_found",),
+        what="the cross-attention attends to retrieved items that were not found",
     ),
 ]
