@@ -201,18 +201,19 @@ def test_two_devices_give_the_same_losses_as_one(tmp_path):
         from rl755.models.common import sequential_loop as loop
         from sequential_helpers import fake_model, fixed_slices
         out = {{}}
-        for name, fn in [
-            ("transformer", fake_model("transformer.base_deterministic_transformer_with_heads")),
-            ("mdn", fake_model("mdn_rnn.mdn_rnn_with_heads")),
+        for name, fn, clip in [
+            ("transformer", fake_model("transformer.base_deterministic_transformer_with_heads"), 0),
+            ("mdn", fake_model("mdn_rnn.mdn_rnn_with_heads"), 0),
+            ("clipped", fake_model("lstm.deterministic_lstm_with_heads"), 0.05),
         ]:
             for n in (1, 2):
                 tf.keras.utils.set_random_seed(0)
                 r = loop.fit_sequential_model(
                     fn, fixed_slices(n=8, length=6), model_dir=f"{tmp_path}/{{name}}{{n}}",
                     train_steps=3, batch_size=4, learning_rate=1e-2, save_every_n_steps=3,
-                    validation_steps=0, strategy=devices.cpu_strategy(n))
+                    validation_steps=0, strategy=devices.cpu_strategy(n), clip_norm=clip)
                 assert r["replicas"] == n
-                out[f"{{name}}{{n}}"] = r["train_losses"]
+                out[f"{{name}}{{n}}"] = r["train_losses"] + r.get("gradient_norms", [])
         print("RESULT" + json.dumps(out))
         """)
     proc = subprocess.run(
@@ -229,6 +230,10 @@ def test_two_devices_give_the_same_losses_as_one(tmp_path):
     np.testing.assert_allclose(out["transformer2"], out["transformer1"], rtol=1e-4)
     # The MDN-RNN: its CPU LSTM kernel and XLA-compiled loss on each replica.
     np.testing.assert_allclose(out["mdn2"], out["mdn1"], rtol=1e-4)
+    # Clipping scales the whole gradient (the replicas' sum), as on one device; the clip
+    # binds (norms before it above 0.05) and the norms agree too.
+    assert len(out["clipped2"]) == 6 and min(out["clipped1"][3:]) > 0.05
+    np.testing.assert_allclose(out["clipped2"], out["clipped1"], rtol=1e-4)
 
 
 def test_difference_targets_and_sample_observations_reach_the_batches(encoded_dir):
@@ -485,3 +490,138 @@ def test_learning_rate_sets_adams_first_step_and_validation_averages_its_batches
         predictions = model(batch["inputs"], mask=batch["mask"])
         losses.append(float(model.get_loss_fn()(batch, predictions)))
     assert result["validation"]["loss"] == pytest.approx(np.mean(losses), rel=1e-5)
+
+
+def _fit_and_replay(tmp_path, name, steps, rates, clip=None, **kw):
+    """(weights after `fit_sequential_model` with `kw`, the same steps written out by hand:
+    Adam at the given per-step `rates`, the whole gradient clipped to `clip`, result). Four
+    slices in a batch of four: every step trains the same batch."""
+    made = []
+
+    def model_fn():
+        model = fake_model("lstm.deterministic_lstm_with_heads")()
+        model.ensure_built()
+        made.append(model)
+        return model
+
+    data = fixed_slices(n=4, length=5)
+    result = loop.fit_sequential_model(
+        model_fn, data, str(tmp_path / name), train_steps=steps, batch_size=4,
+        validation_steps=0, save_every_n_steps=steps, seed=1, **kw,
+    )  # fmt: skip
+    tf.keras.utils.set_random_seed(0)
+    (trained,) = made[-1:]
+    reference = model_fn()
+    for v, w in zip(reference.trainable_variables, _initial_weights(tmp_path, name)):
+        v.assign(w)
+    adam = keras.optimizers.Adam(float(rates[0]))
+    adam.build(reference.trainable_variables)
+    batch = next(iter(data("train").batch(4)))
+    for s in range(steps):
+        with tf.GradientTape() as tape:
+            loss = reference.get_loss_fn()(batch, reference(batch["inputs"], mask=batch["mask"]))
+        grads = tape.gradient(loss, reference.trainable_variables)
+        if clip:
+            grads, _ = tf.clip_by_global_norm(grads, clip)
+        adam.learning_rate = float(rates[s])  # (a constant-rate Adam's rate variable)
+        adam.apply_gradients(zip(grads, reference.trainable_variables))
+    return [v.numpy() for v in trained.trainable_variables], reference, result
+
+
+_INITIAL = {}
+
+
+def _initial_weights(tmp_path, name):
+    return _INITIAL[(str(tmp_path), name)]
+
+
+@pytest.fixture
+def record_initial(monkeypatch, tmp_path):
+    """Keeps each run's initial weights (the model as `model_fn` built it, before step 1)."""
+    original = loop.fit_sequential_model
+
+    def fit(model_fn, dataset_fn, model_dir, **kw):
+        def recording():
+            model = model_fn()
+            _INITIAL[(str(tmp_path), os.path.basename(model_dir))] = [
+                v.numpy() for v in model.trainable_variables
+            ]
+            return model
+
+        return original(recording, dataset_fn, model_dir, **kw)
+
+    monkeypatch.setattr(loop, "fit_sequential_model", fit)
+
+
+def test_learning_rate_decays_per_step_to_its_floor(tmp_path, record_initial):
+    """--learning_rate_decay / --min_learning_rate: the update at step s uses
+    max(min, lr x decay^s), checked against Adam stepped by hand at those rates."""
+    lr, decay, floor = 0.08, 0.5, 0.015
+    rates = [0.08, 0.04, 0.02, 0.015]
+    assert [loop.learning_rate_at(s, lr, decay, floor) for s in range(4)] == rates
+    weights, reference, result = _fit_and_replay(
+        tmp_path, "decay", 4, rates, learning_rate=lr, learning_rate_decay=decay,
+        min_learning_rate=floor,
+    )  # fmt: skip
+    for w, v in zip(weights, reference.trainable_variables):
+        np.testing.assert_allclose(w, v.numpy(), rtol=2e-4, atol=2e-6)
+    assert result["learning_rate"] == pytest.approx(floor)
+    constant, _, _ = _fit_and_replay(tmp_path, "constant", 4, [lr] * 4, learning_rate=lr)
+    assert max(np.abs(a - b).max() for a, b in zip(weights, constant)) > 0.01  # it matters
+
+
+def test_gradients_are_clipped_to_their_global_norm(tmp_path, record_initial):
+    """--clip_norm: the whole gradient scaled to the norm (not each tensor to it), checked
+    against Adam stepped by hand on clipped gradients; the norms before clipping are kept."""
+    clip = 1e-6  # tiny: Adam's epsilon (1e-7) then shows how far each gradient was scaled
+    weights, reference, result = _fit_and_replay(
+        tmp_path, "clipped", 2, [0.05, 0.05], clip=clip, learning_rate=0.05, clip_norm=clip
+    )
+    for w, v in zip(weights, reference.trainable_variables):
+        np.testing.assert_allclose(w, v.numpy(), rtol=2e-4, atol=1e-7)
+    assert len(result["gradient_norms"]) == 2 and min(result["gradient_norms"]) > 100 * clip
+    free, _, plain = _fit_and_replay(tmp_path, "free", 2, [0.05, 0.05], learning_rate=0.05)
+    assert "gradient_norms" not in plain
+    moved = max(np.abs(a - b).max() for a, b in zip(free, weights))
+    assert moved > 0.05  # unclipped, Adam's steps are ~lr; clipped this hard, far smaller
+
+
+def test_a_resumed_run_keeps_the_schedule_and_takes_its_own_rate(tmp_path):
+    """A decaying run split in two resumes exactly; a resume with another --learning_rate
+    uses the new rate (the checkpoint holds no rate), and one written by a constant-rate
+    optimizer (which saved its rate) still resumes."""
+    data = fixed_slices(n=4, length=5)
+
+    def fit(name, steps, **kw):
+        tf.keras.utils.set_random_seed(0)
+        kw.setdefault("learning_rate", 0.05)
+        return loop.fit_sequential_model(
+            fake_model("lstm.deterministic_lstm_with_heads"), data, str(tmp_path / name),
+            train_steps=steps, batch_size=4, validation_steps=0, save_every_n_steps=1, **kw,
+        )  # fmt: skip
+
+    whole = fit("whole", 4, learning_rate_decay=0.5)
+    fit("split", 2, learning_rate_decay=0.5)
+    split = fit("split", 4, learning_rate_decay=0.5)
+    assert split["start_step"] == 2 and split["learning_rate"] == whole["learning_rate"]
+    np.testing.assert_allclose(split["train_losses"], whole["train_losses"][2:], rtol=1e-6)
+
+    fit("other", 1)
+    assert fit("other", 2, learning_rate=0.01)["learning_rate"] == pytest.approx(0.01)
+
+    # An optimizer file of the old kind: the step counter, the rate, then the moments.
+    fit("legacy", 1)
+    (ckpt,) = checkpoints.list_complete_checkpoints(str(tmp_path / "legacy"))
+    with np.load(ckpt.path("optimizer")) as f:
+        values = [f[k] for k in sorted(f.files)]
+    values.insert(1, np.float32(0.05))
+    with open(ckpt.path("optimizer"), "wb") as f:
+        np.savez(f, **{f"v{i:05d}": v for i, v in enumerate(values)})
+    resumed = fit("legacy", 2, learning_rate=0.02)
+    assert resumed["start_step"] == 1 and resumed["learning_rate"] == pytest.approx(0.02)
+    with pytest.raises(ValueError, match="learning_rate_decay must be in"):
+        fit("bad", 1, learning_rate_decay=1.5)
+    with pytest.raises(ValueError, match="min_learning_rate must be in"):
+        fit("bad", 1, min_learning_rate=0.1)
+    with pytest.raises(ValueError, match="clip_norm must be >= 0"):
+        fit("bad", 1, clip_norm=-1.0)

@@ -221,12 +221,19 @@ def restore_optimizer(optimizer, ckpt: Checkpoint, role: str = "optimizer") -> N
     """Assigns the optimizer variables saved with `save_checkpoint(..., optimizer=)` (or
     under another `role` by `optimizer_writer`).
 
-    The optimizer must be built (`optimizer.build(model.trainable_variables)`)."""
+    The optimizer must be built (`optimizer.build(model.trainable_variables)`). A file from
+    an optimizer with a constant learning rate restores into one with a schedule (the saved
+    rate is dropped: the schedule gives the rate)."""
     import numpy as np
 
     path = ckpt.path(role)
     with np.load(path) as data:
         values = [data[k] for k in sorted(k for k in data.files if k.startswith("v"))]
+    names = [v.path.rsplit("/", 1)[-1] for v in optimizer.variables]
+    if len(values) == len(names) + 1 and "learning_rate" not in names and values[1].ndim == 0:
+        # Written by an optimizer with a constant rate (Keras keeps it as its second variable,
+        # after the step counter); this one takes its rate from a schedule: drop the old rate.
+        del values[1]
     if len(values) != len(optimizer.variables):
         raise ValueError(
             f"{path} holds {len(values)} optimizer variables, the optimizer has "

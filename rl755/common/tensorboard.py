@@ -7,7 +7,8 @@ Layout of a trainer's model directory:
 
 Metric keys are namespaced `<namespace>/<name>` with a namespace from `NAMESPACES`:
 `losses/total`, `losses/<term>`, `perf/steps_per_second`, `perf/sequences_per_second`,
-`fitness/mean`, `eval/real_mean`, `cma/sigma`, `images/reconstructions`. The same key in
+`optimizer/learning_rate`, `optimizer/gradient_norm`, `fitness/mean`, `eval/real_mean`,
+`cma/sigma`, `images/reconstructions`. The same key in
 `train/` and `validation/` is the same quantity on the two splits, so TensorBoard draws
 them in one chart. The flags of every run (a resumed run too) are written once, at its
 first step, as a markdown table (text summary `hparams`).
@@ -32,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 SUBDIR = "tensorboard"
 SPLITS = ("train", "validation")
-NAMESPACES = ("losses", "perf", "fitness", "eval", "cma", "images")
+NAMESPACES = ("losses", "perf", "optimizer", "fitness", "eval", "cma", "images")
 HPARAMS_TAG = "hparams"
 EVENT_GLOB = "events.out.tfevents.*"
 

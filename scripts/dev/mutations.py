@@ -816,7 +816,7 @@ MUTATIONS = [
     dict(
         name="sequential_learning_rate_ignored",
         file="rl755/models/common/sequential_loop.py",
-        old="optimizer = keras.optimizers.Adam(learning_rate)",
+        old="optimizer = keras.optimizers.Adam(rate)",
         new="optimizer = keras.optimizers.Adam()",
         tests=(
             f"{SEQ_TRAIN}::test_learning_rate_sets_adams_first_step_and_validation_averages_its_batches",
@@ -866,5 +866,57 @@ MUTATIONS = [
         new="scores = scores",
         tests=(f"{RETRIEVAL}::test_fusion_ignores_the_items_not_found",),
         what="the cross-attention attends to retrieved items that were not found",
+    ),
+    # ---- Adam's schedule and gradient clipping (stage 4) --------------------------------------
+    dict(
+        name="learning_rate_decay_ignored",
+        file="rl755/models/common/sequential_loop.py",
+        old="return tf.maximum(self.minimum, self.initial * tf.pow(self.decay, step))",
+        new="return tf.maximum(self.minimum, self.initial + 0.0 * step)",
+        tests=(f"{SEQ_TRAIN}::test_learning_rate_decays_per_step_to_its_floor",),
+        what="--learning_rate_decay is ignored: the rate stays constant",
+    ),
+    dict(
+        name="min_learning_rate_ignored",
+        file="rl755/models/common/sequential_loop.py",
+        old="return tf.maximum(self.minimum, self.initial * tf.pow(self.decay, step))",
+        new="return self.initial * tf.pow(self.decay, step)",
+        tests=(f"{SEQ_TRAIN}::test_learning_rate_decays_per_step_to_its_floor",),
+        what="the decaying rate goes below --min_learning_rate",
+    ),
+    dict(
+        name="clip_each_tensor",
+        file="rl755/models/common/sequential_loop.py",
+        old="clipped, norm = tf.clip_by_global_norm(total, clip_norm)",
+        new="clipped, norm = [tf.clip_by_norm(g, clip_norm) for g in total], tf.linalg.global_norm(total)",
+        tests=(f"{SEQ_TRAIN}::test_gradients_are_clipped_to_their_global_norm",),
+        what="--clip_norm clips each tensor to the norm instead of the whole gradient",
+    ),
+    dict(
+        name="clip_each_replicas_part",
+        file="rl755/models/common/sequential_loop.py",
+        old='total = tf.distribute.get_replica_context().all_reduce("sum", grads)',
+        new="total = [g * replicas for g in grads]",
+        tests=(f"{SEQ_TRAIN}::test_two_devices_give_the_same_losses_as_one",),
+        what="with several devices, each replica's part of the gradient is clipped alone",
+    ),
+    dict(
+        name="resume_keeps_the_saved_learning_rate",
+        file="rl755/models/common/sequential_loop.py",
+        old="rate = DecayingLearningRate(learning_rate, learning_rate_decay, min_learning_rate)",
+        new=(
+            "rate = learning_rate if learning_rate_decay == 1.0 else DecayingLearningRate("
+            "learning_rate, learning_rate_decay, min_learning_rate)"
+        ),
+        tests=(f"{SEQ_TRAIN}::test_a_resumed_run_keeps_the_schedule_and_takes_its_own_rate",),
+        what="a resumed run trains at the rate saved in its checkpoint, not its --learning_rate",
+    ),
+    dict(
+        name="legacy_optimizer_file_refused",
+        file="rl755/common/checkpoints.py",
+        old="        del values[1]\n",
+        new="        pass\n",
+        tests=(f"{SEQ_TRAIN}::test_a_resumed_run_keeps_the_schedule_and_takes_its_own_rate",),
+        what="a checkpoint of a constant-rate optimizer no longer resumes",
     ),
 ]

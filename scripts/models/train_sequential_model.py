@@ -37,7 +37,22 @@ flags.DEFINE_string(
 )
 flags.DEFINE_integer("batch_size", None, "Sequences per global batch (split across devices).")
 flags.DEFINE_integer("sequence_length", None, "Length of the training slices.")
-flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate (constant).")
+flags.DEFINE_float(
+    "learning_rate", 1e-3, "Adam learning rate (of the first update; constant by default)."
+)
+flags.DEFINE_float(
+    "learning_rate_decay",
+    1.0,
+    "The rate is multiplied by this every step, down to --min_learning_rate (World Models' "
+    "MDN-RNN: 0.99999; 1: constant). A resumed run goes on from its step.",
+)
+flags.DEFINE_float("min_learning_rate", 0.0, "Floor of the decaying rate (World Models: 1e-5).")
+flags.DEFINE_float(
+    "clip_norm",
+    0.0,
+    "Scale the whole gradient down to this global norm when longer (World Models: 1.0; "
+    "0: no clipping).",
+)
 flags.DEFINE_bool(
     "sample_observations",
     False,
@@ -112,6 +127,9 @@ def main(argv):
             batch_size=FLAGS.batch_size,
             sequence_length=FLAGS.sequence_length,
             learning_rate=FLAGS.learning_rate,
+            learning_rate_decay=FLAGS.learning_rate_decay,
+            min_learning_rate=FLAGS.min_learning_rate,
+            clip_norm=FLAGS.clip_norm,
             sample_observations=FLAGS.sample_observations,
             difference_targets=FLAGS.difference_targets,
             slice_start=FLAGS.slice_start,

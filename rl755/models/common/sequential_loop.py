@@ -22,6 +22,16 @@ Devices (`rl755.common.devices.make_strategy`): every visible GPU, or every `sru
 the whole global batch (counts are summed across replicas), so N devices compute the same
 loss and gradients as one.
 
+Optimizer: Adam at `learning_rate`, by default constant. World Models' MDN-RNN settings are
+`learning_rate_decay=0.99999, min_learning_rate=1e-5, clip_norm=1.0`: the rate of the update
+at step s (from 0) is max(min_learning_rate, learning_rate x learning_rate_decay^s), a function
+of the optimizer's step counter, so a resumed run goes on where it stopped (with the rate its
+own flags give: a run may resume with another rate); `clip_norm` > 0
+scales the whole gradient down to that global norm when it is longer (the replicas' sum is
+clipped, not each replica's part, so N devices still step as one). TensorBoard plots the rate
+(optimizer/learning_rate) and, with clipping, the gradient's norm before it
+(optimizer/gradient_norm).
+
 `model_dir` layout (rerunning with the same model_dir resumes exactly):
     model-001.json, model-001.weights.h5, model-001.optimizer.npz
                          a checkpoint (rl755.common.checkpoints) every save_every_n_steps:
@@ -29,6 +39,7 @@ loss and gradients as one.
                          (environment, model, dataset, Z, A, difference_targets, task) and the
                          losses
     tensorboard/{train,validation}/    losses/{total,<term>}, perf/{steps,sequences}_per_second,
+                         optimizer/{learning_rate,gradient_norm},
                          the run's flags (rl755.common.tensorboard)
 Only the chief worker writes.
 """
@@ -49,6 +60,8 @@ from rl755.common.errors import NonFiniteLossError
 from rl755.common.tensorboard import StepMeans, TrainingLogs
 from rl755.models.common import sequential_tasks
 from rl755.models.common.sequential import SequentialModel
+
+GRADIENT_NORM = "_gradient_norm"  # (carried beside the loss terms out of the replicas)
 
 # What a resumed run must share with the run that made the checkpoints (the dataset, sequence
 # length and observation sampling may change, e.g. for a curriculum).
@@ -129,6 +142,25 @@ def _loss_keys(values: dict) -> dict:
     return {f"losses/{'total' if k == 'loss' else k}": v for k, v in values.items()}
 
 
+class DecayingLearningRate(keras.optimizers.schedules.LearningRateSchedule):
+    """max(minimum, initial x decay^step): step 0 (the first update) uses `initial`."""
+
+    def __init__(self, initial: float, decay: float, minimum: float = 0.0):
+        self.initial, self.decay, self.minimum = float(initial), float(decay), float(minimum)
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        return tf.maximum(self.minimum, self.initial * tf.pow(self.decay, step))
+
+    def get_config(self):
+        return dict(initial=self.initial, decay=self.decay, minimum=self.minimum)
+
+
+def learning_rate_at(step: int, learning_rate: float, decay: float = 1.0, minimum: float = 0.0):
+    """Adam's rate for the update at `step` (0 = the first), as `fit_sequential_model` sets it."""
+    return max(minimum, learning_rate * decay**step)
+
+
 def fit_sequential_model(
     model_fn: Callable[[], SequentialModel],
     dataset_fn: Callable[[str], tf.data.Dataset],
@@ -148,6 +180,9 @@ def fit_sequential_model(
     task: str | sequential_tasks.TrainingTask = sequential_tasks.AUTOREGRESSIVE,
     jit_compile: bool | None = None,
     initial_weights: str | None = None,
+    learning_rate_decay: float = 1.0,
+    min_learning_rate: float = 0.0,
+    clip_norm: float = 0.0,
 ) -> dict:
     """Trains until `train_steps` steps in total (resuming from model_dir's newest checkpoint).
 
@@ -159,8 +194,11 @@ def fit_sequential_model(
     `model_info` goes into every checkpoint's marker (what was trained); `hparams` (the run's
     flags, default: the arguments) into TensorBoard. `jit_compile`: compile each replica's
     loss and gradients with XLA (None: when the model says it gains, `model.xla_training`).
+    `learning_rate_decay`, `min_learning_rate`, `clip_norm`: the module docstring's optimizer
+    (defaults: a constant rate, no clipping).
     Returns {"start_step", "step", "replicas", "train_losses": [per-step loss of this run],
-    "step_seconds": [wall time of each step],
+    "step_seconds": [wall time of each step], "learning_rate": the rate of the next update,
+    "gradient_norms": [each step's global gradient norm before clipping] (with `clip_norm`),
     "last_terms": {term: value}, "validation": {term: value} (last), "checkpoint": path}.
     Raises NonFiniteLossError at the first non-finite loss."""
     for name, value in dict(
@@ -170,6 +208,17 @@ def fit_sequential_model(
             raise ValueError(f"{name} must be a positive integer, got {value}.")
     if not learning_rate > 0:
         raise ValueError(f"learning_rate must be > 0, got {learning_rate}.")
+    if not 0 < learning_rate_decay <= 1:
+        raise ValueError(
+            f"learning_rate_decay must be in (0, 1] (1: a constant rate), got {learning_rate_decay}."
+        )
+    if not 0 <= min_learning_rate <= learning_rate:
+        raise ValueError(
+            f"min_learning_rate must be in [0, learning_rate={learning_rate}], got "
+            f"{min_learning_rate}."
+        )
+    if not clip_norm >= 0:
+        raise ValueError(f"clip_norm must be >= 0 (0: no clipping), got {clip_norm}.")
     if isinstance(task, str):
         task = sequential_tasks.resolve_task(task, seed=seed)
     if check_numerics:
@@ -193,7 +242,10 @@ def fit_sequential_model(
         sequential_tasks.check_model_trains_on(model, task)
         model.load_extras(model_dir)
         model.ensure_built()
-        optimizer = keras.optimizers.Adam(learning_rate)
+        # (a schedule, also for a constant rate: the rate is this run's flags, never a value
+        # saved in the checkpoint it resumes)
+        rate = DecayingLearningRate(learning_rate, learning_rate_decay, min_learning_rate)
+        optimizer = keras.optimizers.Adam(rate)
         optimizer.build(model.trainable_variables)
 
     info = dict(model_info or {})
@@ -253,6 +305,17 @@ def fit_sequential_model(
     if jit_compile is None:
         jit_compile = bool(getattr(model, "xla_training", False))
     logging.info("Loss and gradients compiled with XLA: %s.", jit_compile)
+    now = learning_rate_at(start_step, learning_rate, learning_rate_decay, min_learning_rate)
+    logging.info(
+        "Adam: learning rate %g%s%s.",
+        learning_rate,
+        (
+            f" x {learning_rate_decay:g} a step down to {min_learning_rate:g} (now {now:g})"
+            if learning_rate_decay != 1.0
+            else " (constant)"
+        ),
+        f", gradients clipped to global norm {clip_norm:g}" if clip_norm else "",
+    )
 
     def loss_sums(batch, step, training):
         return model.task_loss_sums(batch, task, step, training=training)
@@ -277,6 +340,13 @@ def fit_sequential_model(
         grads = [
             tf.zeros_like(v) if g is None else g for g, v in zip(grads, model.trainable_variables)
         ]
+        if clip_norm:
+            # Clip the whole gradient (the replicas' sum); the optimizer then sums the
+            # replicas' shares again, so each passes 1/N of the clipped sum.
+            total = tf.distribute.get_replica_context().all_reduce("sum", grads)
+            clipped, norm = tf.clip_by_global_norm(total, clip_norm)
+            grads = [g / replicas for g in clipped]
+            terms = {**terms, GRADIENT_NORM: norm / replicas}  # (reduce sums the replicas')
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss, terms
 
@@ -300,6 +370,8 @@ def fit_sequential_model(
         )
     logs.hparams(hparams, step=start_step)
     result = {"start_step": start_step, "train_losses": [], "validation": {}}
+    if clip_norm:
+        result["gradient_norms"] = []
     result.update(checkpoint=last_path, replicas=replicas, step_seconds=[])
     number = last.number if last is not None else 0
     window = StepMeans(batch_size, "sequences")
@@ -311,6 +383,8 @@ def fit_sequential_model(
             step += 1
             loss = float(loss)
             terms = {k: float(v) for k, v in terms.items()}
+            if clip_norm:
+                result["gradient_norms"].append(terms.pop(GRADIENT_NORM))
             if not math.isfinite(loss) or not all(math.isfinite(v) for v in terms.values()):
                 last = checkpoints.newest_complete_checkpoint(model_dir)
                 raise NonFiniteLossError.at_step(
@@ -322,7 +396,11 @@ def fit_sequential_model(
             window.add({"loss": loss, **terms})
             if step % log_every == 0 or step == train_steps:
                 means, perf = window.take()
-                logs.scalars("train", step, {**_loss_keys(means), **perf})
+                extra = {"optimizer/learning_rate": float(optimizer.learning_rate)}
+                if clip_norm:
+                    norms = result["gradient_norms"][-log_every:]
+                    extra["optimizer/gradient_norm"] = sum(norms) / len(norms)
+                logs.scalars("train", step, {**_loss_keys(means), **perf, **extra})
                 logging.info(
                     "step %d/%d  loss %.5f  (%.1f sequences/s)",
                     step,
@@ -357,6 +435,7 @@ def fit_sequential_model(
     finally:
         logs.close()
     result["step"] = step
+    result["learning_rate"] = float(optimizer.learning_rate)
     return result
 
 

@@ -67,6 +67,9 @@ def train_sequential_model(
     seed: int = 0,
     deterministic: bool | None = None,
     initial_weights: str | None = None,
+    learning_rate_decay: float = 1.0,
+    min_learning_rate: float = 0.0,
+    clip_norm: float = 0.0,
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -80,7 +83,8 @@ def train_sequential_model(
     (default: the arguments). `seed` and `deterministic`: `rl755.common.determinism.configure`
     (initial weights, slice starts, z samples of `sample_observations`, shuffling).
     `initial_weights`: a new run starts from that model dir's (or shipped folder's) weights
-    (`fit_sequential_model`). Returns
+    (`fit_sequential_model`). `learning_rate_decay`, `min_learning_rate`, `clip_norm`: Adam's
+    schedule and gradient clipping (`fit_sequential_model`; defaults: constant, none). Returns
     `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.models.common import sequential_tasks
@@ -132,6 +136,9 @@ def train_sequential_model(
             train_steps=train_steps,
             batch_size=batch_size,
             learning_rate=learning_rate,
+            learning_rate_decay=learning_rate_decay,
+            min_learning_rate=min_learning_rate,
+            clip_norm=clip_norm,
             difference_targets=difference_targets,
             save_every_n_steps=save_every_n_steps,
             validation_steps=validation_steps,
@@ -178,6 +185,9 @@ def train_sequential_model(
             task=training_task,
             seed=seed,
             initial_weights=initial_weights,
+            learning_rate_decay=learning_rate_decay,
+            min_learning_rate=min_learning_rate,
+            clip_norm=clip_norm,
         )
 
 
