@@ -682,6 +682,107 @@ def test_compare_random_plays_the_controllers_seeds(tmp_path):
     assert data["std"] == pytest.approx(np.std(data["returns"]))
 
 
+def test_evaluation_json_holds_the_episodes_played_on_its_seeds(tmp_path):
+    """evaluation.json: episode i is the controller's rollout of seed `seed + i` cut at
+    max_steps (6, below the environment's 24), the random baseline plays the same seeds and
+    limit, and std is the population std (ddof 0); all replayed here by hand."""
+    from rl755.data_gen import episodes
+    from rl755.policies.learned import WorldModelPolicy
+
+    spec = exact_spec()
+    params = np.random.default_rng(5).normal(0, 1, 21).astype(np.float32)
+    score_controller(
+        params, spec, num_episodes=3, seed=40, max_steps=6, envs_at_once=2,
+        out_dir=str(tmp_path / "e"), compare_random=True,
+    )  # fmt: skip
+    data = json.loads((tmp_path / "e" / "evaluation.json").read_text())
+    assert data["seeds"] == [40, 41, 42] and data["max_steps"] == 6
+
+    def controller_by_hand(seeds):
+        policy = WorldModelPolicy(spec, params)
+        return [episodes.single_rollout(ENV.make_fn(), policy, max_steps=6, seed=s) for s in seeds]
+
+    want = controller_by_hand([40, 41, 42])
+    assert data["returns"] == pytest.approx([sum(r.reward_l) for r in want], abs=1e-5)
+    assert data["steps"] == [len(r) for r in want] and max(data["steps"]) == 6
+    other = controller_by_hand([41, 42, 43])
+    assert [sum(r.reward_l) for r in other] != pytest.approx(data["returns"], abs=1e-3)
+    assert data["mean"] == pytest.approx(np.mean(data["returns"]))
+    assert data["std"] == pytest.approx(np.std(data["returns"], ddof=0))
+
+    env, returns, steps = ENV.make(), [], []
+    for s in [40, 41, 42]:
+        env.reset(seed=s)
+        env.action_space.seed(s)
+        total, n = 0.0, 0
+        for _ in range(6):
+            _, r, terminated, truncated, _ = env.step(env.action_space.sample())
+            total, n = total + r, n + 1
+            if terminated or truncated:
+                break
+        returns.append(total)
+        steps.append(n)
+    assert data["random_policy"]["returns"] == pytest.approx(returns, abs=1e-9)
+    assert data["random_policy"]["steps"] == steps
+
+    import imageio.v2 as imageio
+
+    # episode.gif is episode 0 (seed 40), from its reset frame on.
+    first = imageio.mimread(str(tmp_path / "e" / "episode.gif"))[0][..., :3]
+    np.testing.assert_array_equal(first, ENV.make().reset(seed=40)[0])
+    assert not np.array_equal(first, ENV.make().reset(seed=41)[0])
+
+
+def test_each_generation_plays_its_trial_seeds_with_members_drawn_at_sigma(tmp_path):
+    """Generation g's P x T jobs: member m (T copies) is CMA-ES's m-th sample from x0 = 0 with
+    step size --sigma, and every member plays trial_seeds(seed, g, T), new each generation."""
+    import cma
+
+    from rl755.controller import cma_state
+    from rl755.controller.cma_config import derived_seeds, trial_seeds
+    from rl755.controller.real_eval import RealEvaluator
+
+    class Recording(RealEvaluator):
+        def evaluate(self, params, seeds, max_steps):
+            calls.append((np.array(params), np.array(seeds), max_steps))
+            return super().evaluate(params, seeds, max_steps)
+
+    calls = []
+    spec, cfg = exact_spec(), small(generations=3, sigma=0.7)
+    real = Recording(spec, ENV.make_fn(), parallelism=0)
+    try:
+        out = run_cma_es(spec, str(tmp_path / "c"), cfg, real_evaluator=real)
+    finally:
+        real.close()
+    assert len(calls) == cfg.generations
+    for g, (jobs, seeds, max_steps) in enumerate(calls):
+        want = trial_seeds(cfg.seed, g, cfg.trials_per_member)
+        np.testing.assert_array_equal(seeds, np.tile(want, cfg.population_size))
+        assert max_steps == cfg.rollout_max_steps
+        for t in range(1, cfg.trials_per_member):
+            np.testing.assert_array_equal(
+                jobs[t :: cfg.trials_per_member], jobs[:: cfg.trials_per_member]
+            )
+    assert len({tuple(trial_seeds(cfg.seed, g, 3)) for g in range(3)}) == 3
+
+    ref = cma.CMAEvolutionStrategy(
+        np.zeros(21), 0.7, {"popsize": cfg.population_size, "seed": cfg.seed + 1, "verbose": -9}
+    )
+    cma_state.seed_generation(ref, int(derived_seeds(cfg.seed, 4, 0, n=1)[0]))
+    np.testing.assert_allclose(
+        calls[0][0][:: cfg.trials_per_member], np.asarray(ref.ask(), np.float32), rtol=1e-6
+    )
+    assert out["es"].sigma0 == 0.7
+
+
+def test_full_covariance_up_to_and_including_the_limit():
+    from rl755.controller import cma_state
+
+    limit = cma_state.FULL_COVARIANCE_MAX_PARAMS
+    kinds = [cma_state.covariance_kind(n) for n in (867, 1731, limit, limit + 1, 4913)]
+    assert kinds == ["full", "full", "full", "diagonal", "diagonal"]
+
+
 def test_pool_config_gives_every_setting_to_the_real_evaluator():
     import inspect
 

@@ -151,6 +151,37 @@ def test_batched_episodes_equal_single_episodes_and_policy_interface():
         assert sum(rollout.reward_l) == pytest.approx(together["returns"][i], abs=1e-5)
 
 
+def test_real_episodes_stop_at_max_steps_and_each_job_plays_its_own_seed():
+    """run_episodes and an evaluation worker's batches (2 envs, 5 jobs): job i's return and
+    length are those of the single rollout of its parameters on its seed, cut at max_steps
+    (here 5, below the environment's own 24-step limit)."""
+    from rl755.controller.real_eval import RealEvaluator
+
+    spec = exact_spec()
+    agent = spec.build()
+    params = np.random.default_rng(4).normal(0, 1, (5, agent.num_params)).astype(np.float32)
+    seeds = [11, 12, 13, 14, 15]
+    alone = [
+        episodes.single_rollout(
+            ENV.make_fn(), WorldModelPolicy(spec, params[i]), max_steps=5, seed=seeds[i]
+        )
+        for i in range(5)
+    ]
+    want_returns = [sum(r.reward_l) for r in alone]
+    want_steps = [len(r) for r in alone]
+    assert max(want_steps) == 5  # the limit ended episodes, not the environment
+    got = run_episodes([ENV.make() for _ in range(5)], agent, params, seeds, 5)
+    assert got["steps"].tolist() == want_steps
+    np.testing.assert_allclose(got["returns"], want_returns, atol=1e-5)
+    evaluator = RealEvaluator(spec, ENV.make_fn(), parallelism=0, envs_per_worker=2)
+    try:
+        out = evaluator.evaluate(params, seeds, 5)
+    finally:
+        evaluator.close()
+    assert out["steps"].tolist() == want_steps
+    np.testing.assert_allclose(out["returns"], want_returns, atol=1e-5)
+
+
 def test_sizes_that_do_not_fit_fail_before_any_rollout():
     from rl755.models import catalogue
 

@@ -125,6 +125,26 @@ def test_atomic_output_leaves_nothing_on_failure(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_atomic_output_writes_a_hidden_temporary_file_and_renames_it(tmp_path):
+    """Readers see the old complete file (or none) until the rename; a failed rewrite keeps
+    the old file; the temporary name is hidden from shard globs and next to the final one."""
+    final = tmp_path / "x.tfrecord-00000-of-00001"
+    final.write_bytes(b"old complete")
+    with pytest.raises(RuntimeError):
+        with sharded_io.atomic_output(str(final)) as tmp:
+            assert os.path.dirname(tmp) == str(tmp_path) and sharded_io.is_tmp_path(tmp)
+            with open(tmp, "wb") as f:
+                f.write(b"partial")
+            raise RuntimeError("killed")
+    assert final.read_bytes() == b"old complete" and os.listdir(tmp_path) == [final.name]
+    with sharded_io.atomic_output(str(final)) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(b"new")
+        assert final.read_bytes() == b"old complete"
+        assert sharded_io.list_shards(str(tmp_path / "*.tfrecord-*")) == [str(final)]
+    assert final.read_bytes() == b"new" and os.listdir(tmp_path) == [final.name]
+
+
 def _dead_pid() -> int:
     """A process id that no process of this host has right now."""
     import subprocess

@@ -118,6 +118,16 @@ def test_random_rollout_slices(raw_dir):
     assert len(starts) > 2  # random starts
 
 
+def test_a_rollout_exactly_one_slice_long_is_that_slice(raw_dir):
+    """Only rollouts shorter than the slice are skipped: the 6-step validation rollout gives
+    one 6-step slice, itself."""
+    (whole,) = list(RawRollouts().rollouts_ds("validation").as_numpy_iterator())
+    (got,) = list(RawRollouts().random_rollout_slices_ds(6, split="validation").as_numpy_iterator())
+    for key in ("observations", "actions", "rewards"):
+        np.testing.assert_array_equal(got[key], whole[key], err_msg=key)
+    assert list(RawRollouts().random_rollout_slices_ds(7, split="validation")) == []
+
+
 def test_random_samplers_under_determinism_log_no_tf_data_rewrite_error(raw_dir):
     """Every encoder training began with two ERROR lines ("NodeDef mentions attribute
     use_unbounded_threadpool ...", issue 16's logs): a map with random ops, asked to run in

@@ -124,6 +124,10 @@ def test_plan_covers_every_rollout_exactly_once(n, per_shard, frac):
         assert sharded_io.parse_shard_name(t.key) is not None
     pickles = collect.plan_tasks("pickle", n, 3, "tag")
     assert sorted(i for t in pickles for i, _ in t.items) == list(range(n))
+    # Rollout i plays its own seed, rollout_seed(base seed, i): no two rollouts repeat.
+    for plan in (tasks, pickles):
+        seeds = {i: s for t in plan for i, s in t.items}
+        assert seeds == {i: episodes.rollout_seed(3, i) for i in range(n)}
 
 
 def test_validation_indices():

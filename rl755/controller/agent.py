@@ -265,7 +265,7 @@ def run_episodes(
     returns = np.zeros(n)
     steps = np.zeros(n, np.int64)
     active = np.ones(n, bool)
-    frames = [obs[record_frames]] if record_frames is not None else []
+    frames = [obs[record_frames].copy()] if record_frames is not None else []
     for _ in range(max_steps):
         actions = agent.act(obs, params)
         for i in np.flatnonzero(active):

@@ -23,6 +23,7 @@ RECORDS = "tests/test_run_record.py"
 ENSEMBLE = "tests/test_dream_ensemble.py"
 INFILL = "tests/test_infilling.py"
 RETRIEVAL = "tests/test_retrieval.py"
+FOUNDATION = "tests/test_foundation.py"
 SEQ_WARM = f"{SEQ_TRAIN}::test_initial_weights_start_a_new_run_from_another_runs_weights"
 
 MUTATIONS = [
@@ -918,5 +919,178 @@ MUTATIONS = [
         new="        pass\n",
         tests=(f"{SEQ_TRAIN}::test_a_resumed_run_keeps_the_schedule_and_takes_its_own_rate",),
         what="a checkpoint of a constant-rate optimizer no longer resumes",
+    ),
+    # ---- controller and data: evaluation, seeds, sharding ------------------------------------------
+    dict(
+        name="real_episode_reward_after_the_end",
+        file="rl755/controller/agent.py",
+        old="        for i in np.flatnonzero(active):",
+        new="        for i in range(n):",
+        tests=(f"{CONTROLLERS}::test_batched_episodes_equal_single_episodes_and_policy_interface",),
+        what="run_episodes keeps stepping (and counting rewards of) episodes that ended",
+    ),
+    dict(
+        name="real_episode_max_steps_plus_one",
+        file="rl755/controller/agent.py",
+        old="    for _ in range(max_steps):\n        actions = agent.act(obs, params)",
+        new="    for _ in range(max_steps + 1):\n        actions = agent.act(obs, params)",
+        tests=(
+            f"{CONTROLLERS}::test_real_episodes_stop_at_max_steps_and_each_job_plays_its_own_seed",
+        ),
+        what="real episodes run one step past max_steps",
+    ),
+    dict(
+        name="hidden_state_kept_between_episodes",
+        file="rl755/controller/agent.py",
+        old="    agent.reset(n)\n",
+        new="    if agent._h is None or agent._h.shape[0] != n:\n        agent.reset(n)\n",
+        tests=(f"{CONTROLLERS}::test_batched_episodes_equal_single_episodes_and_policy_interface",),
+        what="a batch of episodes starts from the previous batch's hidden state",
+    ),
+    dict(
+        name="worker_seeds_restart_per_batch",
+        file="rl755/controller/real_eval.py",
+        old="seeds[start : start + len(p)]",
+        new="seeds[: len(p)]",
+        tests=(
+            f"{CONTROLLERS}::test_real_episodes_stop_at_max_steps_and_each_job_plays_its_own_seed",
+        ),
+        what="each batch of an evaluation worker replays the first jobs' seeds",
+    ),
+    dict(
+        name="trial_seeds_same_every_generation",
+        file="rl755/controller/cma_train.py",
+        old="seeds = trial_seeds(cfg.seed, gen, cfg.trials_per_member)",
+        new="seeds = trial_seeds(cfg.seed, 0, cfg.trials_per_member)",
+        tests=(f"{CT}::test_each_generation_plays_its_trial_seeds_with_members_drawn_at_sigma",),
+        what="every generation's trials play the same seeds",
+    ),
+    dict(
+        name="random_baseline_max_steps_plus_one",
+        file="rl755/controller/evaluate.py",
+        old="            for _ in range(max_steps):\n                a = env.action_space.sample()",
+        new="            for _ in range(max_steps + 1):\n                a = env.action_space.sample()",
+        tests=(f"{CT}::test_evaluation_json_holds_the_episodes_played_on_its_seeds",),
+        what="--compare_random's episodes run one step past max_steps",
+    ),
+    dict(
+        name="evaluation_std_with_ddof_1",
+        file="rl755/controller/evaluate.py",
+        old='"std": float(returns.std()),',
+        new='"std": float(returns.std(ddof=1)),',
+        tests=(f"{CT}::test_compare_random_plays_the_controllers_seeds",),
+        what="evaluation.json's std is the sample std (ddof=1), not the population std",
+    ),
+    dict(
+        name="evaluation_plays_other_seeds_than_recorded",
+        file="rl755/controller/evaluate.py",
+        old="agent, params, make_env, seeds, max_steps, envs_at_once, record_first=True",
+        new="agent, params, make_env, seeds + 1, max_steps, envs_at_once, record_first=True",
+        tests=(f"{CT}::test_evaluation_json_holds_the_episodes_played_on_its_seeds",),
+        what="evaluation.json's seeds are not the ones the controller played",
+    ),
+    dict(
+        name="sigma0_ignored",
+        file="rl755/controller/cma_state.py",
+        old='"es": cma.CMAEvolutionStrategy(x0, sigma, options),',
+        new='"es": cma.CMAEvolutionStrategy(x0, 0.1, options),',
+        tests=(f"{CT}::test_each_generation_plays_its_trial_seeds_with_members_drawn_at_sigma",),
+        what="CMA-ES starts with step size 0.1 whatever --sigma says",
+    ),
+    dict(
+        name="diagonal_switch_off_by_one",
+        file="rl755/controller/cma_state.py",
+        old='return "full" if num_params <= FULL_COVARIANCE_MAX_PARAMS else "diagonal"',
+        new='return "full" if num_params < FULL_COVARIANCE_MAX_PARAMS else "diagonal"',
+        tests=(f"{CT}::test_full_covariance_up_to_and_including_the_limit",),
+        what="a controller of exactly FULL_COVARIANCE_MAX_PARAMS parameters gets diagonal CMA-ES",
+    ),
+    dict(
+        name="collected_rollouts_share_seeds",
+        file="rl755/data_gen/collect.py",
+        old="items = [(i, rollout_seed(base_seed, i)) for i in range(num_rollouts)]",
+        new="items = [(i, rollout_seed(base_seed, i // 2)) for i in range(num_rollouts)]",
+        tests=(f"{ROLLOUTS}::test_plan_covers_every_rollout_exactly_once",),
+        what="pairs of collected rollouts share a seed (duplicate rollouts)",
+    ),
+    dict(
+        name="collection_resume_rewrites_shards",
+        file="rl755/data_gen/sinks.py",
+        old=(
+            "        return os.path.exists(os.path.join(self.out_dir, task.key))\n\n"
+            "    def write(self, task: RolloutTask, rollouts: Iterator[Rollout]) -> dict:\n"
+            "        path = os.path.join(self.out_dir, task.key)\n        n = frames"
+        ),
+        new=(
+            "        return False\n\n"
+            "    def write(self, task: RolloutTask, rollouts: Iterator[Rollout]) -> dict:\n"
+            "        path = os.path.join(self.out_dir, task.key)\n        n = frames"
+        ),
+        tests=(f"{ROLLOUTS}::test_rerun_with_same_seed_skips_and_different_seeds_coexist",),
+        what="a rerun of a collection rewrites the shards that exist",
+    ),
+    dict(
+        name="validation_split_reads_train",
+        file="rl755/data/common/rollout_datasets.py",
+        old="        files = self.get_tfrecord_files(split)\n        files_ds",
+        new='        files = self.get_tfrecord_files("train")\n        files_ds',
+        tests=(f"{DATASETS}::test_raw_rollouts_ds_shapes_and_default_location",),
+        what="the validation split reads the train shards",
+    ),
+    dict(
+        name="shards_written_in_place",
+        file="rl755/common/sharded_io.py",
+        old="    tmp = tmp_path_for(final_path)\n",
+        new="    tmp = final_path\n",
+        tests=(f"{FOUNDATION}::test_atomic_output_writes_a_hidden_temporary_file_and_renames_it",),
+        what="atomic_output writes under the final name (a killed writer leaves a partial shard)",
+    ),
+    dict(
+        name="quarantine_copies_the_corrupted_files",
+        file="rl755/data_gen/corrupted.py",
+        old="shutil.move(path, target)",
+        new="shutil.copy(path, target)",
+        tests=(f"{ROLLOUTS}::test_find_corrupted_script_exit_status_and_quarantine",),
+        what="--quarantine_dir copies the corrupted shards, leaving them in the dataset",
+    ),
+    dict(
+        name="live_writers_tmp_files_removed",
+        file="rl755/common/sharded_io.py",
+        old="if (gone and idle > _MIN_IDLE_S) or idle > max_age_hours * 3600:",
+        new="if gone or idle > max_age_hours * 3600:",
+        tests=(f"{FOUNDATION}::test_stale_tmp_files_are_only_those_of_gone_writers",),
+        what="a just-written temporary file of a gone pid is removed without the idle guard",
+    ),
+    dict(
+        name="gif_records_another_episode",
+        file="rl755/controller/evaluate.py",
+        old="record_frames=0 if start == 0 and record_first else None,",
+        new="record_frames=len(batch) - 1 if start == 0 and record_first else None,",
+        tests=(f"{CT}::test_evaluation_json_holds_the_episodes_played_on_its_seeds",),
+        what="episode.gif shows another episode than episode 0 (seed --seed)",
+    ),
+    dict(
+        name="slices_skip_rollouts_of_exactly_L",
+        file="rl755/data/common/rollout_datasets.py",
+        old='ds.filter(lambda r: tf.shape(r["actions"])[0] >= slice_size)',
+        new='ds.filter(lambda r: tf.shape(r["actions"])[0] > slice_size)',
+        tests=(f"{DATASETS}::test_a_rollout_exactly_one_slice_long_is_that_slice",),
+        what="random_rollout_slices_ds skips rollouts exactly slice_size steps long",
+    ),
+    dict(
+        name="encode_outer_shards_overlap",
+        file="rl755/data_gen/encode_shards.py",
+        old="end = start + q + (1 if i < r else 0)",
+        new="end = start + q + (1 if i <= r else 0)",
+        tests=(f"{ENCODE}::test_partition_functions_cover_all_files",),
+        what="encoding instances' groups of raw shards overlap (and the last ones lose files)",
+    ),
+    dict(
+        name="gif_first_frame_is_a_view",
+        file="rl755/controller/agent.py",
+        old="frames = [obs[record_frames].copy()] if record_frames is not None else []",
+        new="frames = [obs[record_frames]] if record_frames is not None else []",
+        tests=(f"{CT}::test_evaluation_json_holds_the_episodes_played_on_its_seeds",),
+        what="episode.gif's first frame is a view of the step buffer: it shows the last frame",
     ),
 ]
