@@ -276,3 +276,27 @@ def test_an_unreproducible_reset_is_said_in_words(registered):
         declared
     )
     assert replay.replay_difference(Environments.FAKE_PIXELS.make_fn(), 7, actions) is None
+
+
+def test_replay_keeps_each_frame_when_the_env_reuses_its_buffer():
+    """An environment may hand back the same observation array every step (written in
+    place); the replay check must still see each step's frame, not the last one T times."""
+    from rl755.testing import replay
+
+    class InPlace:
+        def __init__(self):
+            self.obs = np.zeros((2, 2, 3), np.uint8)
+
+        def reset(self, seed=None):
+            self.obs[:] = 0
+            return self.obs, {}
+
+        def step(self, action):
+            self.obs += 1
+            return self.obs, 1.0, False, False, {}
+
+        def close(self):
+            pass
+
+    frames, rewards = replay.play(InPlace, seed=0, actions=[0, 0, 0])
+    assert [int(f[0, 0, 0]) for f in frames] == [0, 1, 2, 3] and rewards == [1.0] * 3

@@ -55,10 +55,10 @@ def play(make_env: Callable, seed: int, actions) -> tuple[list, list]:
     env = make_env()
     try:
         obs, _ = env.reset(seed=int(seed))
-        frames, rewards = [obs], []
+        frames, rewards = [np.array(obs)], []  # (copies: an env may reuse its buffer)
         for a in actions:
             obs, reward, terminated, truncated, _ = env.step(a)
-            frames.append(obs)
+            frames.append(np.array(obs))
             rewards.append(float(reward))
             if terminated or truncated:
                 break
