@@ -625,3 +625,21 @@ def test_a_resumed_run_keeps_the_schedule_and_takes_its_own_rate(tmp_path):
         fit("bad", 1, min_learning_rate=0.1)
     with pytest.raises(ValueError, match="clip_norm must be >= 0"):
         fit("bad", 1, clip_norm=-1.0)
+
+
+def test_the_stage_passes_the_schedule_and_clipping_on(encoded_dir, tmp_path):
+    """train_sequential_model (the script's library function) hands --learning_rate_decay,
+    --min_learning_rate and --clip_norm to the loop, and TensorBoard plots the rate and norm."""
+    from rl755.common import tensorboard
+
+    out = _train(
+        tmp_path / "m", 3, learning_rate=0.04, learning_rate_decay=0.5, min_learning_rate=0.006,
+        clip_norm=0.5,
+    )  # fmt: skip
+    assert out["learning_rate"] == pytest.approx(0.006)  # 0.04 x 0.5^3 = 0.005, floored
+    assert len(out["gradient_norms"]) == 3
+    scalars = tensorboard.read_dir(str(tmp_path / "m" / "tensorboard" / "train"))
+    assert [v for _, v in scalars["optimizer/learning_rate"]] == pytest.approx([0.01, 0.006])
+    assert [v for _, v in scalars["optimizer/gradient_norm"]] == pytest.approx(
+        [np.mean(out["gradient_norms"][:2]), out["gradient_norms"][2]]
+    )

@@ -1093,4 +1093,15 @@ MUTATIONS = [
         tests=(f"{CT}::test_evaluation_json_holds_the_episodes_played_on_its_seeds",),
         what="episode.gif's first frame is a view of the step buffer: it shows the last frame",
     ),
+    dict(
+        name="stage_drops_the_optimizer_flags",
+        file="rl755/models/common/train_sequential.py",
+        old=(
+            "            initial_weights=initial_weights,\n"
+            "            learning_rate_decay=learning_rate_decay,\n"
+        ),
+        new="            initial_weights=initial_weights,\n",
+        tests=(f"{SEQ_TRAIN}::test_the_stage_passes_the_schedule_and_clipping_on",),
+        what="train_sequential_model.py's --learning_rate_decay never reaches the loop",
+    ),
 ]

@@ -372,6 +372,7 @@ def fit_sequential_model(
     result = {"start_step": start_step, "train_losses": [], "validation": {}}
     if clip_norm:
         result["gradient_norms"] = []
+        logged_norms = 0
     result.update(checkpoint=last_path, replicas=replicas, step_seconds=[])
     number = last.number if last is not None else 0
     window = StepMeans(batch_size, "sequences")
@@ -398,8 +399,11 @@ def fit_sequential_model(
                 means, perf = window.take()
                 extra = {"optimizer/learning_rate": float(optimizer.learning_rate)}
                 if clip_norm:
-                    norms = result["gradient_norms"][-log_every:]
+                    norms = result["gradient_norms"][
+                        logged_norms:
+                    ]  # (the steps since the last log)
                     extra["optimizer/gradient_norm"] = sum(norms) / len(norms)
+                    logged_norms = len(result["gradient_norms"])
                 logs.scalars("train", step, {**_loss_keys(means), **perf, **extra})
                 logging.info(
                     "step %d/%d  loss %.5f  (%.1f sequences/s)",
