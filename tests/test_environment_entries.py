@@ -154,6 +154,23 @@ def test_old_gym_api_adapter_converts_spaces_steps_and_seeding():
         to_gymnasium_space(object(), "action_space")
 
 
+def test_make_keyword_arguments_override_the_entrys(registered):
+    member = registered(
+        EnvironmentSpec(
+            name="SIZED_DOTS",
+            constructor=OLD_API,
+            observation_shape=(8, 8, 3),
+            num_discrete_actions=3,
+            make_kwargs=(("size", 8), ("max_steps", 5)),
+        )
+    )
+    assert member.make().reset(seed=0)[0].shape == (8, 8, 3)
+    env = member.make(size=12)
+    assert env.reset(seed=0)[0].shape == (12, 12, 3)
+    assert [env.step(0)[3] for _ in range(5)] == [False] * 4 + [True]  # max_steps=5 kept
+    assert Environments.from_name(" sized_dots ") is member
+
+
 def test_a_constructor_is_imported_only_when_made(registered):
     sys.modules.pop("rl755.testing.old_api_env", None)
     spec = EnvironmentSpec(

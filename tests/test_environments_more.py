@@ -4,12 +4,14 @@ discrete-action conversions, and every environment resolving every model and dat
 import os
 import pickle
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from rl755.data_gen.episodes import single_rollout
 from rl755.environments import Environments
+from rl755.environments.wrappers import FrameObservation, OneHotActions
 from rl755.policies import resolve_policy
 
 DISCRETE = [Environments.DOOM_TAKE_COVER, Environments.BREAKOUT]
@@ -98,6 +100,59 @@ def test_continuous_environments_keep_their_actions():
     out = np.array([2.0, -1.0, 0.5], np.float32)
     np.testing.assert_allclose(env_enum.to_stored_action(out), [1.0, 0.0, 0.5])
     np.testing.assert_allclose(env_enum.to_stored_action(tf.constant(out)).numpy(), [1.0, 0.0, 0.5])
+
+
+# ---- the wrappers make() puts around an environment ---------------------------------------------
+class _Checkerboard(gym.Env):
+    """16x16 frames of alternating black and white pixels; actions Discrete(3, start=1)."""
+
+    observation_space = gym.spaces.Box(0, 255, (16, 16, 3), np.uint8)
+    action_space = gym.spaces.Discrete(3, start=1)
+
+    def __init__(self):
+        self.played = []
+        board = (np.indices((16, 16)).sum(0) % 2 * 255).astype(np.uint8)
+        self.frame = np.repeat(board[..., None], 3, axis=-1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.frame, {}
+
+    def step(self, action):
+        self.played.append(action)
+        return self.frame, 0.0, False, False, {}
+
+
+def test_one_hot_actions_play_the_discrete_spaces_own_indices():
+    """Discrete(3, start=1) plays 1, 2, 3: one-hot entry i is action start + i."""
+    env = OneHotActions(_Checkerboard())
+    assert env.action_space.shape == (3,)
+    env.reset(seed=0)
+    for i in range(3):
+        env.step(np.eye(3, dtype=np.float32)[i])
+    env.step(np.array([0.1, 0.2, 0.9], np.float32))
+    env.step(2)  # an index passes through
+    assert env.unwrapped.played == [1, 2, 3, 3, 2]
+
+
+def test_frames_are_resized_with_an_antialiased_filter():
+    """Halving a black/white checkerboard averages it to grey (nearest neighbour would keep
+    black and white pixels)."""
+    env = FrameObservation(_Checkerboard(), size=(8, 8))
+    assert env.observation_space.shape == (8, 8, 3)
+    frame, _ = env.reset(seed=0)
+    assert frame.shape == (8, 8, 3) and frame.dtype == np.uint8
+    assert 50 < frame.min() and frame.max() < 205, frame[..., 0]
+    assert abs(frame.mean() - 127.5) < 8
+
+
+def test_make_seed_seeds_the_action_space():
+    def samples(seed):
+        space = Environments.FAKE_PIXELS.make(seed=seed).action_space
+        return np.stack([space.sample() for _ in range(5)])
+
+    np.testing.assert_array_equal(samples(3), samples(3))
+    assert not np.array_equal(samples(3), samples(4))
 
 
 # ---- policies ----------------------------------------------------------------------------------

@@ -221,3 +221,49 @@ def test_random_policy_covers_the_action_box():
     np.testing.assert_array_less(FAKE.action_low - 1e-6, a.min(0))
     np.testing.assert_array_less(a.max(0), FAKE.action_high + 1e-6)
     assert a.min(0)[0] < -0.9 and a.max(0)[0] > 0.9 and a.max(0)[1] > 0.9
+
+
+def test_random_policy_is_seeded():
+    env = FAKE.make()
+
+    def actions(seed):
+        p = build_policy(resolve_policy(FAKE, "RandomPolicy"))
+        p.initialize(env, 20, seed=seed)
+        return np.stack([p.sample_action(None, t, None) for t in range(20)])
+
+    np.testing.assert_array_equal(actions(3), actions(3))
+    assert not np.array_equal(actions(3), actions(4))
+
+
+def test_smooth_noise_is_clipped_to_the_action_box():
+    env = FAKE.make()
+    p = generic.SmoothNoisePolicy(center=[0.0, 0.5, 0.5], scale=5.0, period=10.0)
+    p.initialize(env, 300, seed=0)
+    a = np.stack([p.sample_action(None, t, None) for t in range(300)])
+    np.testing.assert_array_equal(a.min(0), FAKE.action_low)  # reaches each bound, no further
+    np.testing.assert_array_equal(a.max(0), FAKE.action_high)
+
+
+def _road_ahead(columns):
+    """A 96x96 frame, black except CarRacing's grey road in `columns` of the rows ahead."""
+    obs = np.zeros((96, 96, 3), np.uint8)
+    obs[40:66, columns] = 105
+    return obs
+
+
+def test_hastings_policy_never_brakes_and_steers_toward_the_road():
+    env = FAKE.make()
+    p = HastingsRandomPolicy()
+    p.initialize(env, 200, seed=0)
+    a = np.stack([p.sample_action(_road_ahead(slice(40, 56)), t, None) for t in range(200)])
+    assert np.all(a[:, 2] == 0.0)  # no brake
+    assert np.all((a[:, 1] >= 0.0) & (a[:, 1] <= 1.0)) and a[:, 1].std() > 0
+    # Without steering noise the steering is the pull alone: track_pull * (road - 47.5) / 48.
+    p = HastingsRandomPolicy(steer_scale=0.0, track_pull=1.5)
+    p.initialize(env, 3, seed=0)
+    right = p.sample_action(_road_ahead(slice(70, 80)), 0, None)[0]
+    assert right == pytest.approx(1.5 * (74.5 - 47.5) / 48)
+    assert p.sample_action(_road_ahead(slice(30, 40)), 1, None)[0] == pytest.approx(
+        1.5 * (34.5 - 47.5) / 48
+    )
+    assert p.sample_action(_road_ahead(slice(0, 0)), 2, None)[0] == 0.0  # no road: no pull

@@ -33,7 +33,9 @@ def test_completed_run_writes_flags_git_host_and_times(tmp_path, monkeypatch):
     assert rec["slurm"] == {"job_id": "42", "array_task_id": "3", "node_list": "node[1-2]"}
     assert rec["start_time"] <= rec["end_time"]
     assert rec["host"] and rec["pid"] == os.getpid()
-    assert len(rec["git"]["commit"]) == 40 and isinstance(rec["git"]["dirty"], bool)
+    # The checkout's commit; None outside a git checkout (scripts/dev/mutate.py's copies).
+    assert rec["git"] == run_record.git_info()
+    assert rec["git"] is None or len(rec["git"]["commit"]) == 40
     assert rec["cpu"] == run_record.cpu_info() and rec["cpu"]["cores"] == os.cpu_count()
     assert os.path.dirname(rec["record_path"]) == str(tmp_path / "out" / "runs")
     # nothing but the record: no temp files left behind
@@ -158,3 +160,28 @@ def test_cpu_info_names_the_model_and_the_vector_instruction_sets():
     assert run_record.cpu_info(arm)["vector_isa"] == ["asimd"]
     unknown = run_record.cpu_info("")
     assert unknown["vector_isa"] is None and unknown["cores"] == os.cpu_count()
+
+
+def test_git_info_says_whether_tracked_files_changed(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args):
+        return subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+
+    git("init", "-q")
+    (repo / "a.py").write_text("x = 1\n")
+    git("add", "a.py")
+    git("commit", "-q", "-m", "a")
+    info = run_record.git_info(str(repo))
+    assert info == {"commit": git("rev-parse", "HEAD"), "dirty": False, "root": str(repo)}
+    (repo / "untracked.txt").write_text("not code\n")
+    assert run_record.git_info(str(repo))["dirty"] is False  # untracked files do not count
+    (repo / "a.py").write_text("x = 2\n")
+    assert run_record.git_info(str(repo))["dirty"] is True
+    assert run_record.git_info(str(tmp_path / "not_a_repo_xyz")) is None

@@ -113,6 +113,36 @@ def test_bad_resources_and_option_line_breaks_are_rejected(tmp_path):
         )
 
 
+def test_concurrent_instances_fail_their_task_if_any_fails(tmp_path):
+    """Several commands in one task run concurrently; the task's exit status is non-zero when
+    any of them failed, whichever finished first."""
+
+    def status(commands, task="0"):
+        text = sbatch.render_sbatch_script(
+            [commands, [["true"]]], job_name="j", resources=Resources(), log_dir=str(tmp_path)
+        )
+        env = {**os.environ, "SLURM_ARRAY_TASK_ID": task}
+        return subprocess.run(["bash", "-c", text], env=env, capture_output=True).returncode
+
+    assert status([["true"], ["true"]]) == 0
+    assert status([["true"], ["false"]]) != 0
+    assert status([["false"], ["sleep", "0.2"]]) != 0
+    assert status([["sh", "-c", "sleep 0.2; exit 3"], ["true"]]) == 3
+    assert status([["false"]], task="1") == 0  # task 1 runs only its own command
+
+
+def test_max_concurrent_limits_the_array(tmp_path):
+    assert sbatch.array_spec(8) == "0-7" and sbatch.array_spec(8, 2) == "0-7%2"
+    result = launcher.launch(
+        TOY,
+        {"out_dir": str(tmp_path / "out"), "n": 6},
+        array=ArraySpec(num_tasks=3, split=("n",), max_concurrent=2),
+        check=False,
+        dry_run=True,
+    )
+    assert "#SBATCH --array=0-2%2" in _sbatch_lines(open(result.sbatch_script).read())
+
+
 def test_split_evenly_is_exact():
     assert launcher.split_evenly(10, 4) == [3, 3, 2, 2]
     assert launcher.split_evenly(8, 4) == [2, 2, 2, 2]

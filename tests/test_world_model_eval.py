@@ -167,6 +167,22 @@ def test_open_loop_of_a_known_drift_and_the_copy_baseline():
         open_loop.sample_windows(data.lengths, 3, 40, num_starts=4)
 
 
+def test_open_loop_windows_are_distinct_and_its_sem_is_the_standard_error():
+    lengths = [30, 12, 25]  # 8 + 0 + 3 = 11 windows of 3 + 20 steps
+    for seed in range(5):
+        w = open_loop.sample_windows(lengths, 3, 20, num_starts=10, seed=seed)
+        assert len({tuple(r) for r in w.tolist()}) == 10, w
+    every = {(0, s) for s in range(8)} | {(2, s) for s in range(3)}
+    assert {tuple(r) for r in open_loop.sample_windows(lengths, 3, 20, 11).tolist()} == every
+    # Errors 0, 1, 2, 3 at horizon 1: squared errors 0, 1, 4, 9, mean 3.5, sample variance
+    # (3.5^2 + 2.5^2 + 0.5^2 + 5.5^2) / 3 = 49 / 3, standard error sqrt(49 / 3) / sqrt(4).
+    real = np.zeros((4, 2, 1), np.float32)
+    predicted = np.arange(4, dtype=np.float32).reshape(4, 1, 1)
+    s = open_loop.OpenLoop((1,), 1, 0.0, predicted, real).summary()
+    assert s["z_mse"] == [3.5]
+    np.testing.assert_allclose(s["z_mse_sem"], [np.sqrt(49 / 3) / 2], rtol=1e-6)
+
+
 def test_sampled_open_loop_is_seeded_and_reaches_every_model_kind():
     """At temperature > 0 a mixture model feeds itself samples: the same seed gives the same
     numbers, another seed others; deterministic models give their prediction either way."""

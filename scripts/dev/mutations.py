@@ -1105,3 +1105,135 @@ MUTATIONS = [
         what="train_sequential_model.py's --learning_rate_decay never reaches the loop",
     ),
 ]
+
+# ---- environments, policies, slurm, evaluation, run records (blind_c) ---------------------------
+ENVS_MORE = "tests/test_environments_more.py"
+SBATCH = "tests/test_slurm_sbatch.py"
+WM_EVAL = "tests/test_world_model_eval.py"
+HASTINGS = f"{POLICIES}::test_hastings_policy_never_brakes_and_steers_toward_the_road"
+OPEN_LOOP_WINDOWS = (
+    f"{WM_EVAL}::test_open_loop_windows_are_distinct_and_its_sem_is_the_standard_error"
+)
+
+MUTATIONS += [
+    dict(
+        name="one_hot_ignores_discrete_start",
+        file="rl755/environments/wrappers.py",
+        old="return self._start + int(np.argmax(np.asarray(action, np.float32)))",
+        new="return int(np.argmax(np.asarray(action, np.float32)))",
+        tests=(f"{ENVS_MORE}::test_one_hot_actions_play_the_discrete_spaces_own_indices",),
+        what="OneHotActions plays argmax without the Discrete space's start offset",
+    ),
+    dict(
+        name="old_api_reset_ignores_seed",
+        file="rl755/environments/wrappers.py",
+        old="            self.env.seed(int(seed))",
+        new="            pass",
+        tests=(f"{ENTRIES}::test_old_gym_api_adapter_converts_spaces_steps_and_seeding",),
+        what="OldGymApi.reset(seed=s) does not seed the old-API object",
+    ),
+    dict(
+        name="frames_resized_nearest",
+        file="rl755/environments/wrappers.py",
+        old="image.resize((w, h), Image.Resampling.BILINEAR)",
+        new="image.resize((w, h), Image.Resampling.NEAREST)",
+        tests=(f"{ENVS_MORE}::test_frames_are_resized_with_an_antialiased_filter",),
+        what="make() resizes frames by nearest neighbour, not antialiased bilinear",
+    ),
+    dict(
+        name="make_seed_ignored",
+        file="rl755/environments/registry.py",
+        old="            env.action_space.seed(seed)",
+        new="            pass",
+        tests=(f"{ENVS_MORE}::test_make_seed_seeds_the_action_space",),
+        what="Environment.make(seed=) does not seed the action space",
+    ),
+    dict(
+        name="make_kwargs_do_not_override_entry",
+        file="rl755/environments/registry.py",
+        old="        make_kwargs.update(kwargs)",
+        new="        make_kwargs = {**kwargs, **make_kwargs}",
+        tests=(f"{ENTRIES}::test_make_keyword_arguments_override_the_entrys",),
+        what="make(**kwargs) no longer overrides the entry's make_kwargs",
+    ),
+    dict(
+        name="from_name_case_sensitive",
+        file="rl755/environments/registry.py",
+        old="key = str(name).strip().upper()",
+        new="key = str(name).strip()",
+        tests=(f"{ENTRIES}::test_make_keyword_arguments_override_the_entrys",),
+        what="Environments.from_name('car_racing') fails: lookup is case-sensitive",
+    ),
+    dict(
+        name="uniform_policy_ignores_seed",
+        file="rl755/policies/generic.py",
+        old='self._high = np.asarray(box.high, np.float32)\n        self._rng = np.random.default_rng(kwargs.get("seed"))',
+        new="self._high = np.asarray(box.high, np.float32)\n        self._rng = np.random.default_rng()",
+        tests=(f"{POLICIES}::test_random_policy_is_seeded",),
+        what="RandomPolicy (continuous) ignores initialize(seed=): rollouts not reproducible",
+    ),
+    dict(
+        name="smooth_noise_leaves_the_box",
+        file="rl755/policies/generic.py",
+        old="self._actions = np.clip(center + scale * noise, low, high).astype(np.float32)",
+        new="self._actions = (center + scale * noise).astype(np.float32)",
+        tests=(f"{POLICIES}::test_smooth_noise_is_clipped_to_the_action_box",),
+        what="SmoothNoisePolicy actions are not clipped to the action box",
+    ),
+    dict(
+        name="hastings_brakes",
+        file="rl755/policies/car_racing.py",
+        old="scale=[steer_scale, gas_scale, 0.0],",
+        new="scale=[steer_scale, gas_scale, gas_scale],",
+        tests=(HASTINGS,),
+        what="HastingsRandomPolicy brakes (its brake should stay 0)",
+    ),
+    dict(
+        name="hastings_steers_away_from_road",
+        file="rl755/policies/car_racing.py",
+        old="pull = self.track_pull * (cols.mean() - _CAR_COLUMN) / 48.0",
+        new="pull = self.track_pull * (_CAR_COLUMN - cols.mean()) / 48.0",
+        tests=(HASTINGS,),
+        what="HastingsRandomPolicy's track pull steers away from the road ahead",
+    ),
+    dict(
+        name="sbatch_array_ignores_max_concurrent",
+        file="rl755/slurm/sbatch.py",
+        old='return f"{spec}%{max_concurrent}" if max_concurrent else spec',
+        new="return spec",
+        tests=(f"{SBATCH}::test_max_concurrent_limits_the_array",),
+        what="ArraySpec.max_concurrent does not reach --array=0-N%M",
+    ),
+    dict(
+        name="sbatch_task_ignores_failed_instance",
+        file="rl755/slurm/sbatch.py",
+        old='do wait "$pid" || status=$?; done',
+        new='do wait "$pid" || true; done',
+        tests=(f"{SBATCH}::test_concurrent_instances_fail_their_task_if_any_fails",),
+        what="a task with concurrent instances succeeds although one instance failed",
+    ),
+    dict(
+        name="open_loop_sem_is_the_std",
+        file="rl755/evaluation/open_loop.py",
+        old="sems.append(float(se.std(ddof=1) / np.sqrt(len(se))) if len(se) > 1 else 0.0)",
+        new="sems.append(float(se.std(ddof=1)) if len(se) > 1 else 0.0)",
+        tests=(OPEN_LOOP_WINDOWS,),
+        what="open-loop z_mse_sem is the standard deviation, not the standard error",
+    ),
+    dict(
+        name="open_loop_windows_repeat",
+        file="rl755/evaluation/open_loop.py",
+        old="rng.choice(total, num_starts, False)",
+        new="rng.choice(total, num_starts, True)",
+        tests=(OPEN_LOOP_WINDOWS,),
+        what="sample_windows may draw the same window twice",
+    ),
+    dict(
+        name="run_record_never_dirty",
+        file="rl755/common/run_record.py",
+        old='dirty = bool(git("status", "--porcelain", "--untracked-files=no"))',
+        new="dirty = False",
+        tests=(f"{RECORDS}::test_git_info_says_whether_tracked_files_changed",),
+        what="run records never say the checkout had uncommitted changes",
+    ),
+]
