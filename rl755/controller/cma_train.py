@@ -49,6 +49,7 @@ from rl755.controller.cma_config import (
 )
 from rl755.controller.dream_eval import (
     DreamEvaluator,
+    check_disagreement_penalty,
     check_dream_model,
     encoded_initial_states,
 )
@@ -152,11 +153,7 @@ def run_cma_es(
         done_threshold=cfg.done_threshold if dream else None,
     )
     dream_ensemble = dict(dream_ensemble or {})
-    if cfg.dream_disagreement_penalty and not dream_ensemble:
-        raise ValueError(
-            "--dream_disagreement_penalty weighs the disagreement of a dream ensemble: give "
-            "--dream_ensemble or --dream_ensemble_dirs too (or leave the penalty at 0)."
-        )
+    check_disagreement_penalty(cfg.dream_disagreement_penalty, dream_ensemble)
     if dream_ensemble:
         if not dream:
             raise ValueError("A dream ensemble (--dream_ensemble) needs --mode=dream.")

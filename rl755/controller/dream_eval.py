@@ -86,6 +86,16 @@ def check_dream_model(name: str, encoder, seq, temperature: float, max_steps: in
         raise ValueError(f"--mode=dream needs a sequential model with sample_next: {e}") from e
 
 
+def check_disagreement_penalty(penalty: float, ensemble) -> None:
+    """A ValueError for a disagreement penalty without ensemble members to disagree (a flag
+    that would silently do nothing)."""
+    if penalty and not ensemble:
+        raise ValueError(
+            "--dream_disagreement_penalty weighs the disagreement of a dream ensemble: give "
+            "--dream_ensemble or --dream_ensemble_dirs too (or leave the penalty at 0)."
+        )
+
+
 class DreamEvaluator:
     """Batched dream rollouts of many controllers in a sequential model."""
 

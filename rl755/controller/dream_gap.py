@@ -41,6 +41,7 @@ import tensorflow as tf
 from rl755.controller.agent import AgentSpec, feature_size
 from rl755.controller.dream_eval import (
     DreamEvaluator,
+    check_disagreement_penalty,
     check_dream_model,
     encoded_initial_states,
 )
@@ -121,11 +122,7 @@ def measure_dream_gap(
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}.")
     ensemble = dict(ensemble or {})
-    if disagreement_penalty and not ensemble:
-        raise ValueError(
-            "--dream_disagreement_penalty weighs the disagreement of a dream ensemble: give "
-            "--dream_ensemble or --dream_ensemble_dirs too (or leave the penalty at 0)."
-        )
+    check_disagreement_penalty(disagreement_penalty, ensemble)
     env_enum = spec.env
     agent = spec.build()  # the encoder and sequential model, loaded once
     encoder, seq = agent.encoder, agent.sequential_model
@@ -207,6 +204,21 @@ def measure_dream_gap(
     }
 
 
+def format_title(gap: dict) -> str:
+    """One line saying which dream the table is of."""
+    members = gap["dream_ensemble"]
+    ensemble = (
+        f" with {', '.join(members)} (reward = mean - {gap['dream_disagreement_penalty']:g} x std)"
+        if members
+        else ""
+    )
+    return (
+        f"{gap['environment']}, {gap['sequential_model']}{ensemble}, temperature "
+        f"{gap['temperature']:g}, {gap['num_episodes']} episodes per policy (mean +- std of "
+        "returns):"
+    )
+
+
 def format_table(gap: dict) -> str:
     """A plain-text table: policy, dream mean +- std, real mean +- std, dream / real, and
     with an ensemble the members' per-step reward std."""
@@ -254,8 +266,8 @@ def dream_gap(
     encoder and a sequential model must be named. `dream_ensemble` (zoo names; ("none",): no
     ensemble) and `dream_ensemble_dirs` (training dirs), when either is given, replace the
     controller's ensemble (`resolve.ensemble_model_fns`); `disagreement_penalty` (None: the
-    controller's with its own ensemble, else 0) is the dream reward's penalty. Writes <out_dir>/dream_gap.json (default
-    <controller_dir>/dream_gap) and returns its dict. `deterministic`:
+    controller's with its own ensemble, else 0) is the dream reward's penalty. Writes
+    <out_dir>/dream_gap.json (default <controller_dir>/dream_gap) and returns its dict. `deterministic`:
     `rl755.common.determinism.configure` with `seed` (None: on without a GPU).
     """
     from rl755.common import determinism, run_record, sharded_io
@@ -272,7 +284,7 @@ def dream_gap(
         seq_name = f"dir:{sequential_model_dir}" if sequential_model_dir else sequential_model
         meta, spec = spec_with_overrides(trained, controller_dir, env.name, encoder, seq_name)
         params = trained.params
-        source = "shipped" if getattr(trained, "zoo_source", None) == "shipped" else None
+        source = resolve.models_source(trained)
         if temperature is None:
             temperature = meta.get("temperature")
         if done_threshold is None:

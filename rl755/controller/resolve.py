@@ -137,6 +137,13 @@ def ensemble_model_fns(
     return fns
 
 
+def models_source(trained) -> str | None:
+    """The zoo copy (`saved_model_fn`'s `source`) a loaded controller's models come from: a
+    controller shipped in the repository reads the shipped ones; otherwise None (the user's
+    trained copy if there is one)."""
+    return "shipped" if getattr(trained, "zoo_source", None) == "shipped" else None
+
+
 def spec_for_trained(trained, encoder_fn=None, sequential_model_fn=None) -> AgentSpec:
     """The AgentSpec of a loaded `saved.TrainedController`, resolving its saved model names
     unless constructors are given. A controller shipped in the repository
@@ -144,7 +151,7 @@ def spec_for_trained(trained, encoder_fn=None, sequential_model_fn=None) -> Agen
     user's retrained ones of the same name."""
     meta = trained.meta
     env = Environments.from_name(meta["environment"])
-    source = "shipped" if getattr(trained, "zoo_source", None) == "shipped" else None
+    source = models_source(trained)
     if encoder_fn is None and meta["encoder"] != NONE:
         if meta["encoder"].startswith("dir:"):  # "dir:<model name>:<Z>:<encoder dir>"
             _, model_name, size, model_dir = meta["encoder"].split(":", 3)

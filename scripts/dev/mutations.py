@@ -358,8 +358,8 @@ MUTATIONS = [
     dict(
         name="shipped_controller_reads_users_models",
         file="rl755/controller/resolve.py",
-        old='source = "shipped" if',
-        new="source = None if",
+        old='return "shipped" if getattr(trained, "zoo_source", None) == "shipped" else None',
+        new="return None",
         tests=(f"{SHIPPED}::test_shipped_controller_plays_the_originals_returns",),
         what="a shipped controller plays with a user's retrained encoder of the same name",
     ),
@@ -686,8 +686,8 @@ MUTATIONS = [
     dict(
         name="dream_penalty_without_ensemble_accepted",
         file="rl755/controller/cma_train.py",
-        old="if cfg.dream_disagreement_penalty and not dream_ensemble:",
-        new="if False:",
+        old="check_disagreement_penalty(cfg.dream_disagreement_penalty, dream_ensemble)",
+        new="pass",
         tests=(
             f"{ENSEMBLE}::test_dream_training_plays_the_ensemble_records_it_and_resumes_only_with_it",
         ),
@@ -730,10 +730,21 @@ MUTATIONS = [
     dict(
         name="dream_gap_penalty_without_ensemble_accepted",
         file="rl755/controller/dream_gap.py",
-        old="if disagreement_penalty and not ensemble:",
-        new="if False:",
+        old="check_disagreement_penalty(disagreement_penalty, ensemble)",
+        new="pass",
         tests=(f"{ENSEMBLE}::test_dream_gap_plays_the_controllers_ensemble_unless_told_otherwise",),
         what="dream_gap.py ignores a disagreement penalty it has no ensemble for",
+    ),
+    dict(
+        name="penalty_check_accepts_a_penalty_without_ensemble",
+        file="rl755/controller/dream_eval.py",
+        old="    if penalty and not ensemble:\n",
+        new="    if False:\n",
+        tests=(
+            f"{ENSEMBLE}::test_dream_training_plays_the_ensemble_records_it_and_resumes_only_with_it",
+            f"{ENSEMBLE}::test_dream_gap_plays_the_controllers_ensemble_unless_told_otherwise",
+        ),
+        what="the shared check lets a disagreement penalty without an ensemble through",
     ),
     # ---- model code: transformer, VAE, losses, training loop, infilling, retrieval --------------
     dict(

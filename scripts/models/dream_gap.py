@@ -19,8 +19,8 @@ Reference policies: uniform random, every discrete action held constant (continu
 action box's center and each dimension's ends). A policy the model rates far above its real
 score is one a dream-trained controller will find. Prints a table and writes
 <out_dir>/dream_gap.json (default <model_dir>/dream_gap). With an ensemble the table adds the
-members' per-step reward std for each policy: where they disagree, the dream cannot be trusted. Library:
-rl755.controller.dream_gap.dream_gap.
+members' per-step reward std for each policy: where they disagree, the dream cannot be
+trusted. Library: rl755.controller.dream_gap.dream_gap.
 """
 
 from absl import app, flags
@@ -76,7 +76,7 @@ flags.mark_flag_as_required("environment")
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.controller.dream_gap import dream_gap, format_table
+    from rl755.controller.dream_gap import dream_gap, format_table, format_title
 
     try:
         gap = dream_gap(
@@ -99,17 +99,7 @@ def main(argv):
         )
     except (ValueError, LookupError, FileNotFoundError) as e:
         raise app.UsageError(str(e)) from e
-    members = gap["dream_ensemble"]
-    ensemble = (
-        f" with {', '.join(members)} (reward = mean - {gap['dream_disagreement_penalty']:g} x std)"
-        if members
-        else ""
-    )
-    print(
-        f"{gap['environment']}, {gap['sequential_model']}{ensemble}, temperature "
-        f"{gap['temperature']:g}, {gap['num_episodes']} episodes per policy (mean +- std of "
-        "returns):"
-    )
+    print(format_title(gap))
     print(format_table(gap))
     print(f"Wrote {gap['out_dir']}/dream_gap.json")
 

@@ -372,7 +372,6 @@ def fit_sequential_model(
     result = {"start_step": start_step, "train_losses": [], "validation": {}}
     if clip_norm:
         result["gradient_norms"] = []
-        logged_norms = 0
     result.update(checkpoint=last_path, replicas=replicas, step_seconds=[])
     number = last.number if last is not None else 0
     window = StepMeans(batch_size, "sequences")
@@ -384,8 +383,9 @@ def fit_sequential_model(
             step += 1
             loss = float(loss)
             terms = {k: float(v) for k, v in terms.items()}
+            norm = {GRADIENT_NORM: terms.pop(GRADIENT_NORM)} if clip_norm else {}
             if clip_norm:
-                result["gradient_norms"].append(terms.pop(GRADIENT_NORM))
+                result["gradient_norms"].append(norm[GRADIENT_NORM])
             if not math.isfinite(loss) or not all(math.isfinite(v) for v in terms.values()):
                 last = checkpoints.newest_complete_checkpoint(model_dir)
                 raise NonFiniteLossError.at_step(
@@ -394,16 +394,12 @@ def fit_sequential_model(
             result["train_losses"].append(loss)
             result["step_seconds"].append(time.perf_counter() - t_step)
             result["last_terms"] = terms
-            window.add({"loss": loss, **terms})
+            window.add({"loss": loss, **terms, **norm})
             if step % log_every == 0 or step == train_steps:
                 means, perf = window.take()
                 extra = {"optimizer/learning_rate": float(optimizer.learning_rate)}
-                if clip_norm:
-                    norms = result["gradient_norms"][
-                        logged_norms:
-                    ]  # (the steps since the last log)
-                    extra["optimizer/gradient_norm"] = sum(norms) / len(norms)
-                    logged_norms = len(result["gradient_norms"])
+                if clip_norm:  # (the mean since the last log, as the losses')
+                    extra["optimizer/gradient_norm"] = means.pop(GRADIENT_NORM)
                 logs.scalars("train", step, {**_loss_keys(means), **perf, **extra})
                 logging.info(
                     "step %d/%d  loss %.5f  (%.1f sequences/s)",
