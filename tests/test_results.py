@@ -1,0 +1,105 @@
+"""The README's result rows are what the committed evaluations say.
+
+Each 100-episode score in README "Results" that has its per-episode returns in the repository
+(`evaluation_100/*.json`, written by `scripts/models/evaluate_controller.py`) is recomputed
+from those returns, as the README states it (mean ± std with ddof 0, the median, seeds
+1000-1099 each once), and must appear on the README line that names it. A re-evaluation that
+changes a file without the README, or a README edit without a new evaluation, fails here.
+"""
+
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+
+#: (README text on the row, folder of the evaluation files, "returns" or the random policy's,
+#: median to state beside it or None)
+RESULTS = [
+    ("`real_controller`", "experiments/car_racing/real_controller/evaluation_100", None, True),
+    (
+        "uniform random actions, same seeds",
+        "experiments/car_racing/real_controller/evaluation_100",
+        "random_policy",
+        False,
+    ),
+    (
+        "shipped as `dream_controller`",
+        "experiments/doom_take_cover/dream_controller/evaluation_100",
+        None,
+        True,
+    ),
+    (
+        "random policy, same seeds",
+        "experiments/doom_take_cover/dream_controller/evaluation_100",
+        "random_policy",
+        False,
+    ),
+    (
+        "ensemble_from_round6",
+        "experiments/car_racing/dream_iterations/ensemble_from_round6/evaluation_100",
+        None,
+        True,
+    ),
+    (
+        "round6/",
+        "experiments/car_racing/dream_iterations/round6/evaluation_100",
+        None,
+        True,
+    ),
+]
+
+
+def returns_and_seeds(folder: str, which: str | None) -> tuple[np.ndarray, list[int]]:
+    """All episodes of the folder's evaluation files: returns [N] and seeds, in seed order."""
+    files = sorted(glob.glob(os.path.join(folder, "*.json")))
+    assert files, f"no evaluation files in {folder}"
+    pairs = []
+    for path in files:
+        with open(path) as f:
+            result = json.load(f)
+        seeds = result["seeds"]  # the random policy plays the controller's seeds
+        if which is not None:
+            assert which in result, f"{path} has no '{which}' (evaluate with --compare_random)"
+            result = result[which]
+        assert len(result["returns"]) == len(seeds), path
+        pairs += zip(seeds, result["returns"])
+    pairs.sort()
+    return np.array([r for _, r in pairs]), [s for s, _ in pairs]
+
+
+def readme_lines(repo_root: str, label: str) -> list[str]:
+    with open(os.path.join(repo_root, "README.md")) as f:
+        return [line for line in f if line.startswith("|") and label in line]
+
+
+@pytest.mark.parametrize(
+    "label,folder,which,with_median",
+    RESULTS,
+    ids=[f"{os.path.basename(os.path.dirname(r[1]))}-{r[2] or 'controller'}" for r in RESULTS],
+)
+def test_readme_states_what_the_committed_evaluation_scores(
+    repo_root, label, folder, which, with_median
+):
+    returns, seeds = returns_and_seeds(os.path.join(repo_root, folder), which)
+    assert seeds == list(range(1000, 1100)), f"{folder}: seeds are not 1000-1099 each once"
+    stated = [f"{returns.mean():.1f} ± {returns.std():.1f}"]
+    if with_median:
+        stated.append(f"(median {np.median(returns):.0f}")
+    lines = readme_lines(repo_root, label)
+    assert lines, f"README has no results row naming {label}"
+    assert any(all(s in line for s in stated) for line in lines), (
+        f"README's row for {label} does not state {' '.join(stated)!r}, which {folder} "
+        f"({which or 'controller'}) scores; its rows: {lines}"
+    )
+
+
+def test_the_committed_evaluations_play_the_shipped_controllers(repo_root):
+    """The files behind the shipped rows evaluated the shipped copies (not a local retrain)."""
+    for env, name in [("car_racing", "real_controller"), ("doom_take_cover", "dream_controller")]:
+        folder = os.path.join(repo_root, "experiments", env, name, "evaluation_100")
+        for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+            with open(path) as f:
+                result = json.load(f)
+            assert result["controller_source"] == "shipped", path
