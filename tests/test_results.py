@@ -1,7 +1,7 @@
 """The README's result rows are what the committed evaluations say.
 
 Each 100-episode score in README "Results" that has its per-episode returns in the repository
-(`evaluation_100/*.json`, written by `scripts/models/evaluate_controller.py`) is recomputed
+(`evaluation_100*/*.json`, written by `scripts/models/evaluate_controller.py`) is recomputed
 from those returns, as the README states it (mean ± std with ddof 0, the median, seeds
 1000-1099 each once), and must appear on the README line that names it. A re-evaluation that
 changes a file without the README, or a README edit without a new evaluation, fails here.
@@ -18,6 +18,12 @@ import pytest
 #: median to state beside it or None)
 RESULTS = [
     ("`real_controller`", "experiments/car_racing/real_controller/evaluation_100", None, True),
+    (
+        "the same run after 40 generations",
+        "experiments/car_racing/real_controller/evaluation_100_generation40",
+        None,
+        True,
+    ),
     (
         "uniform random actions, same seeds",
         "experiments/car_racing/real_controller/evaluation_100",
@@ -77,7 +83,7 @@ def readme_lines(repo_root: str, label: str) -> list[str]:
 @pytest.mark.parametrize(
     "label,folder,which,with_median",
     RESULTS,
-    ids=[f"{os.path.basename(os.path.dirname(r[1]))}-{r[2] or 'controller'}" for r in RESULTS],
+    ids=[f"{r[1].split('/')[-2]}/{r[1].split('/')[-1]}-{r[2] or 'controller'}" for r in RESULTS],
 )
 def test_readme_states_what_the_committed_evaluation_scores(
     repo_root, label, folder, which, with_median
