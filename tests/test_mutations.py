@@ -65,3 +65,36 @@ def test_a_run_reports_killed_and_survived_and_restores_nothing_in_place(mutate,
 
         shutil.rmtree(copy)
     assert "2 * x" in (repo / "lib.py").read_text()
+
+
+def test_two_jobs_run_each_mutation_in_a_copy_of_its_own_and_keep_the_order(mutate, tmp_path):
+    """`run_mutations` over two scratch copies: every mutation's verdict is its own (the other
+    copy's mutant never leaks in), rows come back in the list's order, copies are restored."""
+    import shutil
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "lib.py").write_text("def double(x):\n    return 2 * x\n\n\nNAME = 'a'\n")
+    (repo / "tests" / "test_lib.py").write_text(
+        "import time\n\nfrom lib import double\n\n\n"
+        "def test_double():\n    time.sleep(0.5)\n    assert double(3) == 6\n"
+    )
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    tests = ("tests/test_lib.py",)
+    mutations = [
+        mutate.Mutation("kills", "lib.py", "2 * x", "3 * x", tests, "doubles wrongly"),
+        mutate.Mutation("survives", "lib.py", "NAME = 'a'", "NAME = 'b'", tests, "untested"),
+        mutate.Mutation("kills_too", "lib.py", "2 * x", "x + 1", tests, "adds one"),
+        mutate.Mutation("survives_too", "lib.py", "NAME = 'a'", "NAME = 'c'", tests, "untested"),
+    ]
+    copies = [mutate.scratch_copy(str(repo)) for _ in range(2)]
+    try:
+        rows = mutate.run_mutations(mutations, copies, timeout=120)
+        for copy in copies:
+            assert open(os.path.join(copy, "lib.py")).read() == (repo / "lib.py").read_text()
+    finally:
+        for copy in copies:
+            shutil.rmtree(copy)
+    assert [m.name for m, _, _ in rows] == [m.name for m in mutations]
+    assert [verdict for _, verdict, _ in rows] == ["killed", "survived", "killed", "survived"]

@@ -4,12 +4,14 @@
     python scripts/dev/mutate.py --only=saved_controller_worst_eval,dream_ignores_temperature
     python scripts/dev/mutate.py --list                # names, files, tests
     python scripts/dev/mutate.py --baseline            # first check the tests pass unmutated
+    python scripts/dev/mutate.py --jobs=1              # one at a time (default 2 at once)
 
 Each entry of scripts/dev/mutations.py breaks one documented behaviour with one exact text
 replacement (file, old text, new text) and names the tests that should notice. The runner
-copies the checkout (tracked and untracked, not ignored, files) to a scratch directory once,
-and for each mutation writes the mutated file there, runs only the named tests against that
-copy (PYTHONPATH=<copy>), then writes the original back: the working tree is never touched.
+copies the checkout (tracked and untracked, not ignored, files) to a scratch directory once
+per job (`--jobs`), and for each mutation writes the mutated file into a free copy, runs only
+the named tests against that copy (PYTHONPATH=<copy>), then writes the original back: the
+working tree is never touched.
 
 A mutation is "killed" when the tests fail (exit status 1) or cannot even be collected (2),
 "survived" when they pass. A mutation whose old text is no longer found exactly once is an
@@ -27,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -133,6 +136,51 @@ def run_tests(copy: str, tests, timeout: float) -> tuple[int, str]:
     return proc.returncode, tail[0] if tail else ""
 
 
+def run_one(copy: str, m: Mutation, timeout: float) -> tuple[str, float, str]:
+    """(verdict, seconds, pytest's last line) of mutation `m` in scratch copy `copy`; the
+    file is written back afterwards."""
+    path = os.path.join(copy, m.file)
+    with open(path) as f:
+        original = f.read()
+    t0 = time.monotonic()
+    try:
+        with open(path, "w") as f:
+            f.write(apply(original, m))
+        status, tail = run_tests(copy, m.tests, timeout)
+    finally:
+        with open(path, "w") as f:
+            f.write(original)
+    return verdict(status), time.monotonic() - t0, tail
+
+
+def run_mutations(mutations: list[Mutation], copies: list[str], timeout: float) -> list:
+    """[(mutation, verdict, seconds)] in the order of `mutations`, run by one worker per
+    scratch copy (each copy has one mutation applied at a time), progress printed."""
+    queue = list(enumerate(mutations))
+    results: dict[int, tuple] = {}
+    lock = threading.Lock()
+
+    def worker(copy):
+        while True:
+            with lock:
+                if not queue:
+                    return
+                i, m = queue.pop(0)
+            result, secs, tail = run_one(copy, m, timeout)
+            with lock:
+                results[i] = (m, result, secs)
+                done = len(results)
+                print(f"[{done}/{len(mutations)}] {m.name}: {result} ({secs:.0f} s) {tail}")
+                sys.stdout.flush()
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in copies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [results[i] for i in range(len(mutations))]
+
+
 def verdict(status: int) -> str:
     return {0: "survived", 1: "killed", 2: "killed (collection error)", -1: "timeout"}.get(
         status, f"error (pytest exit {status})"
@@ -145,6 +193,9 @@ def main(argv=None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--baseline", action="store_true", help="check the tests pass first")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per test run")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="mutations run at once, each in its own scratch copy"
+    )
     args = parser.parse_args(argv)
 
     mutations = load_mutations()
@@ -165,32 +216,19 @@ def main(argv=None) -> int:
         print("\n".join(problems), file=sys.stderr)
         return 2
 
-    copy = scratch_copy()
-    rows = []
+    copies = [scratch_copy() for _ in range(max(1, args.jobs))]
     try:
-        if args.baseline:
-            for tests in sorted({m.tests for m in mutations}):
-                status, tail = run_tests(copy, tests, args.timeout)
-                if status != 0:
-                    print(f"baseline fails ({tail}): {' '.join(tests)}", file=sys.stderr)
-                    return 2
-        for i, m in enumerate(mutations, 1):
-            path = os.path.join(copy, m.file)
-            with open(path) as f:
-                original = f.read()
-            t0 = time.monotonic()
-            try:
-                with open(path, "w") as f:
-                    f.write(apply(original, m))
-                status, tail = run_tests(copy, m.tests, args.timeout)
-            finally:
-                with open(path, "w") as f:
-                    f.write(original)
-            rows.append((m, verdict(status), time.monotonic() - t0))
-            print(f"[{i}/{len(mutations)}] {m.name}: {rows[-1][1]} ({rows[-1][2]:.0f} s) {tail}")
-            sys.stdout.flush()
+        if args.baseline:  # every named test, unmutated, in one run
+            tests = sorted({t for m in mutations for t in m.tests})
+            status, tail = run_tests(copies[0], tests, args.timeout * 4)
+            if status != 0:
+                print(f"baseline fails ({tail}): fix the tests first", file=sys.stderr)
+                return 2
+            print(f"baseline: the {len(tests)} named tests pass unmutated ({tail})")
+        rows = run_mutations(mutations, copies, args.timeout)
     finally:
-        shutil.rmtree(copy, ignore_errors=True)
+        for copy in copies:
+            shutil.rmtree(copy, ignore_errors=True)
 
     print("\n| mutation | file | result | s |\n|---|---|---|---|")
     for m, result, secs in rows:
