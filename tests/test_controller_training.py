@@ -540,6 +540,18 @@ def _of(out, candidate):
     return [e for e in out["evals"] if e["candidate"] == candidate]
 
 
+def test_a_run_evaluates_every_eval_every_generations_and_at_its_end(tmp_path):
+    """--eval_every=2 over 5 generations evaluates after 2, 4 and 5: the last generation is
+    always evaluated, so a run's final controller is among the candidates it can save."""
+    spec = AgentSpec(ENV.name, "LinearController", encoder_fn=FakeLatentEncoder)
+    cfg = small(population_size=4, trials_per_member=1, generations=5, eval_every=2)
+    cfg.eval_episodes = 2
+    out = run_cma_es(spec, str(tmp_path / "c"), cfg)
+    assert [(e["generation"], e["candidate"]) for e in out["evals"]] == [
+        (g, c) for g in (2, 4, 5) for c in ("best_member", "cma_mean")
+    ]
+
+
 def test_the_saved_controller_is_the_best_real_evaluation(tmp_path, caplog):
     from rl755.controller import cma_state
     from rl755.controller.cma_config import eval_seeds

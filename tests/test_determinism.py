@@ -241,16 +241,23 @@ def test_compare_runs_names_the_first_differing_stage(tmp_path):
         np.save(os.path.join(ctrl, "controller_params.npy"), np.arange(3.0) * (n == "a"))
         os.makedirs(p.evaluation_dir)
         with open(os.path.join(p.evaluation_dir, "evaluation.json"), "w") as f:
-            json.dump({"returns": [1.0, 2.0], "steps": [3, 4], "seeds": [0, 1], "t": n}, f)
+            json.dump({"returns": [1.0, 2.0 + (n == "b")], "steps": [3, 4], "seeds": [0, 1]}, f)
     diffs = {
         d.stage: d for d in compare.compare_runs(str(tmp_path / "a"), str(tmp_path / "b"), preset)
     }
+    evaluations = [os.path.join(p.evaluation_dir, "evaluation.json") for p in paths.values()]
+    for path, t in zip(evaluations, "ab"):  # only the returns, steps and seeds count
+        with open(path) as f:
+            record = json.load(f)
+        with open(path, "w") as f:
+            json.dump({**record, "returns": [1.0, 2.0], "t": t}, f)
+    assert compare.compare_files(*evaluations) is None
     assert diffs["collect"].identical is True
     assert diffs["train_encoder"].identical is None  # neither run has it
-    assert diffs["evaluate"].identical is True  # only the returns, steps and seeds count
+    assert diffs["evaluate"].identical is False and diffs["evaluate"].max_abs_diff == 1.0
     assert diffs["train_controller"].identical is False
     assert diffs["train_controller"].max_abs_diff == 2.0
-    first = compare.first_difference(list(diffs.values()))
+    first = compare.first_difference(list(diffs.values()))  # the source, not what follows
     assert first.stage == "train_controller" and "controller_params.npy" in first.detail
     table = compare.format_diffs(list(diffs.values()))
     assert "DIFFER" in table and "identical" in table

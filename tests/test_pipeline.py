@@ -209,3 +209,47 @@ def test_find_world_model_loads_the_shipped_models(tmp_path, monkeypatch):
     world = pipeline.find_world_model(run_dir=str(tmp_path / "no_run"))
     assert world.encoder.zoo_source == world.sequential_model.zoo_source == "shipped"
     assert world.encoder.representation_size == 32
+
+
+def test_a_run_of_another_seed_in_out_dir_is_refused_before_anything_runs(tmp_path):
+    """Resuming into an --out_dir that holds a run of another --seed would mix the two runs'
+    rollouts and checkpoints: refused, naming the seed to resume with; the same seed passes
+    the check (and then stops at the unknown stage here, before running anything)."""
+    from rl755.pipeline import runners
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / runners.SUMMARY).write_text(json.dumps({"seed": 3}))
+    with pytest.raises(ValueError, match=r"--seed=3 .*resume it, or pass another --out_dir"):
+        runners.run_local(pipeline.PRESETS["tiny"], str(out), seed=4)
+    assert sorted(os.listdir(out)) == [runners.SUMMARY]
+    with pytest.raises(ValueError, match="Unknown stages"):
+        runners.run_local(pipeline.PRESETS["tiny"], str(out), seed=3, stages=["no_such_stage"])
+
+
+def test_the_summary_reports_the_controllers_and_the_random_policys_scores(tmp_path):
+    """pipeline_summary.json's scores come from evaluation.json: the controller's mean and std,
+    the random policy's beside them, and how many episodes; the run's seed is kept."""
+    import time
+
+    from rl755.environments import Environments
+    from rl755.pipeline import report
+
+    preset = pipeline.PRESETS["tiny"]
+    paths = pipeline.Paths(str(tmp_path), Environments.from_name(preset.environment))
+    os.makedirs(paths.evaluation_dir)
+    evaluation = {
+        "mean": 5.0,
+        "std": 1.0,
+        "returns": [4.0, 6.0],
+        "random_policy": {"mean": -1.0, "std": 0.5, "returns": [-1.5, -0.5]},
+    }
+    with open(os.path.join(paths.evaluation_dir, "evaluation.json"), "w") as f:
+        json.dump(evaluation, f)
+    summary = report.make_summary(preset, str(tmp_path), [], time.time(), {"seed": 3})
+    assert summary["scores"] == {
+        "controller": {"mean": 5.0, "std": 1.0},
+        "random_policy": {"mean": -1.0, "std": 0.5},
+        "episodes": 2,
+    }
+    assert summary["seed"] == 3
