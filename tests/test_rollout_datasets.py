@@ -247,6 +247,30 @@ def test_autoregressive_slices_alignment(encoded_dir):
     assert starts == {12: set(range(12)), 3: set(range(3))}
 
 
+def test_a_rollout_cut_by_the_time_limit_has_no_episode_end(tmp_path):
+    """ "dones" is 1 only at the last step of a rollout that terminated: one cut by the time
+    limit (done False) ends no episode, so the done head never learns ends that did not
+    happen."""
+    d = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
+    d.mkdir(parents=True)
+    _write(
+        d,
+        "encoded-train",
+        [_encoded_rollout(6, done=False), _encoded_rollout(3, done=True, offset=100.0)],
+    )
+    sharded_io.write_dataset_info(
+        str(d), {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True}
+    )
+    ds = VaeEncodedRollouts().get_autoregressive_slices(
+        6, slice_start="episode_start", shuffle_files=False
+    )
+    seen = {}
+    for s in ds.take(20).as_numpy_iterator():
+        steps = int(s["mask"].sum())
+        seen[steps] = s["dones"][:steps].tolist()
+    assert seen == {6: [0.0] * 6, 3: [0.0, 0.0, 1.0]}
+
+
 def test_difference_targets_and_sampling(encoded_dir):
     builder = VaeEncodedRollouts()
     tf.random.set_seed(0)
