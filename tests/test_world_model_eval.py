@@ -127,6 +127,20 @@ def fake_env_rollouts(num=12, seed=0):
 
 
 # ---- exact numbers -------------------------------------------------------------------------------
+def test_the_copy_last_baseline_by_hand():
+    """ "Nothing changes" (z_{t+1} = z_t): the squared step, averaged over z's dimensions and
+    over the steps that have a next z only (not padding, not a rollout's last step)."""
+    lengths = [7, 3, 11, 1, 5]
+    episodes = random_walk_rollouts(lengths, seed=4)
+    per_step = []
+    for e in episodes:
+        z = e["observations"].astype(np.float64)
+        per_step += list(np.mean(np.square(z[1:] - z[:-1]), axis=-1))
+    assert len(per_step) == sum(lengths) - len(lengths)
+    got = next_step.copy_last_mse(from_episodes(episodes))
+    np.testing.assert_allclose(got, np.mean(per_step), rtol=1e-6)
+
+
 @pytest.mark.parametrize("difference_targets", [False, True])
 def test_next_step_nll_and_mse_of_a_known_mixture(difference_targets):
     lengths = [7, 3, 11, 1, 5]  # padded to 11; padding and last steps must not count

@@ -1390,4 +1390,28 @@ MUTATIONS += [
         tests=(ENCODER,),
         what="stage 2 trains at 1e-4 whatever --learning_rate says",
     ),
+    dict(
+        name="next_step_mse_counts_the_last_step",
+        file="rl755/evaluation/next_step.py",
+        old='"z_mse": masked_mean(se, target_mask),',
+        new='"z_mse": masked_mean(se, data.mask),',
+        tests=("tests/test_world_model_eval.py::test_next_step_nll_and_mse_of_a_known_mixture",),
+        what="z_mse also averages the last step of each rollout, which has no z_{t+1}",
+    ),
+    dict(
+        name="next_step_nll_sign",
+        file="rl755/evaluation/next_step.py",
+        old="masked_mean(-pred.log_prob, target_mask)",
+        new="masked_mean(pred.log_prob, target_mask)",
+        tests=("tests/test_world_model_eval.py::test_next_step_nll_and_mse_of_a_known_mixture",),
+        what="z_nll_per_dim is the log-likelihood, not its negative",
+    ),
+    dict(
+        name="copy_last_baseline_counts_the_last_step",
+        file="rl755/evaluation/next_step.py",
+        old="    return masked_mean(se, data.target_mask)",
+        new="    return masked_mean(se, data.mask)",
+        tests=("tests/test_world_model_eval.py::test_the_copy_last_baseline_by_hand",),
+        what="the copy-last baseline also averages steps without a z_{t+1}",
+    ),
 ]
