@@ -1414,4 +1414,28 @@ MUTATIONS += [
         tests=("tests/test_world_model_eval.py::test_the_copy_last_baseline_by_hand",),
         what="the copy-last baseline also averages steps without a z_{t+1}",
     ),
+    dict(
+        name="reward_bias_sign_flipped",
+        file="rl755/evaluation/calibration.py",
+        old='"bias": float(np.mean(p - r)),',
+        new='"bias": float(np.mean(r - p)),',
+        tests=("tests/test_world_model_eval.py",),
+        what="the reward head's bias is real minus predicted, not predicted minus real",
+    ),
+    dict(
+        name="hazard_real_is_the_prediction",
+        file="rl755/evaluation/calibration.py",
+        old="real = np.bincount(which, y, bins) / at_risk",
+        new="real = np.bincount(which, p, bins) / at_risk",
+        tests=("tests/test_world_model_eval.py",),
+        what="the hazard curve's real end rate is the predicted one",
+    ),
+    dict(
+        name="gap_counts_the_controller",
+        file="rl755/evaluation/gap.py",
+        old='        if name != "controller"\n',
+        new="        if True\n",
+        tests=("tests/test_world_model_eval.py",),
+        what="the dream gap's number averages the trained controller in with the fixed policies",
+    ),
 ]
