@@ -19,6 +19,12 @@ import pytest
 RESULTS = [
     ("`real_controller`", "experiments/car_racing/real_controller/evaluation_100", None, True),
     (
+        "a second run from the shipped one",
+        "experiments/car_racing/real_controller_p8/evaluation_100",
+        None,
+        True,
+    ),
+    (
         "the same run after 40 generations",
         "experiments/car_racing/real_controller/evaluation_100_generation40",
         None,
