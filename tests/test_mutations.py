@@ -69,7 +69,8 @@ def test_a_run_reports_killed_and_survived_and_restores_nothing_in_place(mutate,
 
 def test_two_jobs_run_each_mutation_in_a_copy_of_its_own_and_keep_the_order(mutate, tmp_path):
     """`run_mutations` over two scratch copies: every mutation's verdict is its own (the other
-    copy's mutant never leaks in), rows come back in the list's order, copies are restored."""
+    copy's mutant never leaks in), rows come back in the list's order, copies are restored, and
+    an entry that cannot run is reported as an error without losing the others."""
     import shutil
     import subprocess
 
@@ -87,6 +88,7 @@ def test_two_jobs_run_each_mutation_in_a_copy_of_its_own_and_keep_the_order(muta
         mutate.Mutation("survives", "lib.py", "NAME = 'a'", "NAME = 'b'", tests, "untested"),
         mutate.Mutation("kills_too", "lib.py", "2 * x", "x + 1", tests, "adds one"),
         mutate.Mutation("survives_too", "lib.py", "NAME = 'a'", "NAME = 'c'", tests, "untested"),
+        mutate.Mutation("no_such_file", "gone.py", "a", "b", tests, "an entry that breaks"),
     ]
     copies = [mutate.scratch_copy(str(repo)) for _ in range(2)]
     try:
@@ -97,4 +99,6 @@ def test_two_jobs_run_each_mutation_in_a_copy_of_its_own_and_keep_the_order(muta
         for copy in copies:
             shutil.rmtree(copy)
     assert [m.name for m, _, _ in rows] == [m.name for m in mutations]
-    assert [verdict for _, verdict, _ in rows] == ["killed", "survived", "killed", "survived"]
+    verdicts = [verdict for _, verdict, _ in rows]
+    assert verdicts[:4] == ["killed", "survived", "killed", "survived"]
+    assert verdicts[4].startswith("error (FileNotFoundError")  # reported, the others kept

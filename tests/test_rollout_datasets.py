@@ -178,19 +178,22 @@ def test_dataset_info_conflict_detected(tmp_path):
     assert json.loads((tmp_path / "dataset_info.json").read_text())["n"] == 1
 
 
-@pytest.fixture
-def encoded_dir(tmp_path):
+def _encoded_dir(tmp_path, rollouts):
+    """`rollouts` as the FAKE_PIXELS encoded training split where VaeEncodedRollouts reads it."""
     d = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
     d.mkdir(parents=True)
-    _write(
-        d,
-        "encoded-train",
-        [_encoded_rollout(12, done=True), _encoded_rollout(3, done=True, offset=100.0)],
-    )
+    _write(d, "encoded-train", rollouts)
     sharded_io.write_dataset_info(
         str(d), {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True}
     )
     return d
+
+
+@pytest.fixture
+def encoded_dir(tmp_path):
+    return _encoded_dir(
+        tmp_path, [_encoded_rollout(12, done=True), _encoded_rollout(3, done=True, offset=100.0)]
+    )
 
 
 def test_encoded_rollouts_shapes(encoded_dir):
@@ -248,18 +251,11 @@ def test_autoregressive_slices_alignment(encoded_dir):
 
 
 def test_a_rollout_cut_by_the_time_limit_has_no_episode_end(tmp_path):
-    """ "dones" is 1 only at the last step of a rollout that terminated: one cut by the time
-    limit (done False) ends no episode, so the done head never learns ends that did not
-    happen."""
-    d = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
-    d.mkdir(parents=True)
-    _write(
-        d,
-        "encoded-train",
-        [_encoded_rollout(6, done=False), _encoded_rollout(3, done=True, offset=100.0)],
-    )
-    sharded_io.write_dataset_info(
-        str(d), {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True}
+    """Slices mark an episode end ("dones" 1) only at the last step of a rollout that
+    terminated: one cut by the time limit (done False) ends no episode, so the done head never
+    learns ends that did not happen."""
+    _encoded_dir(
+        tmp_path, [_encoded_rollout(6, done=False), _encoded_rollout(3, done=True, offset=100.0)]
     )
     ds = VaeEncodedRollouts().get_autoregressive_slices(
         6, slice_start="episode_start", shuffle_files=False

@@ -166,7 +166,10 @@ def run_mutations(mutations: list[Mutation], copies: list[str], timeout: float) 
                 if not queue:
                     return
                 i, m = queue.pop(0)
-            result, secs, tail = run_one(copy, m, timeout)
+            try:
+                result, secs, tail = run_one(copy, m, timeout)
+            except Exception as e:  # noqa: BLE001 - one broken entry must not lose the others
+                result, secs, tail = f"error ({type(e).__name__}: {e})", 0.0, ""
             with lock:
                 results[i] = (m, result, secs)
                 done = len(results)
