@@ -15,21 +15,19 @@ import numpy as np
 import pytest
 
 #: (README text on the row, folder of the evaluation files, "returns" or the random policy's,
-#: median to state beside it or None)
+#: median to state beside it or None[, first seed: 1000 unless given])
+FRESH = "experiments/car_racing/real_controller_p8/evaluation_seeds2000"
 RESULTS = [
-    ("`real_controller`", "experiments/car_racing/real_controller/evaluation_100", None, True),
+    ("`real_controller`:", "experiments/car_racing/real_controller_p8/evaluation_100", None, True),
+    ("`real_controller_p4`:", "experiments/car_racing/real_controller/evaluation_100", None, True),
     (
-        "a second run from the shipped one",
-        "experiments/car_racing/real_controller_p8/evaluation_100",
-        None,
-        True,
-    ),
-    (
-        "the same run after 40 generations",
+        "`real_controller_p4`'s run after 40 generations",
         "experiments/car_racing/real_controller/evaluation_100_generation40",
         None,
         True,
     ),
+    ("the two on fresh seeds", f"{FRESH}/real_controller", None, True, 2000),
+    ("the two on fresh seeds", f"{FRESH}/real_controller_p4", None, True, 2000),
     (
         "uniform random actions, same seeds",
         "experiments/car_racing/real_controller/evaluation_100",
@@ -87,15 +85,16 @@ def readme_lines(repo_root: str, label: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "label,folder,which,with_median",
-    RESULTS,
+    "label,folder,which,with_median,first_seed",
+    [(*r, 1000) if len(r) == 4 else r for r in RESULTS],
     ids=[f"{r[1].split('/')[-2]}/{r[1].split('/')[-1]}-{r[2] or 'controller'}" for r in RESULTS],
 )
 def test_readme_states_what_the_committed_evaluation_scores(
-    repo_root, label, folder, which, with_median
+    repo_root, label, folder, which, with_median, first_seed
 ):
     returns, seeds = returns_and_seeds(os.path.join(repo_root, folder), which)
-    assert seeds == list(range(1000, 1100)), f"{folder}: seeds are not 1000-1099 each once"
+    last = first_seed + 99
+    assert seeds == list(range(first_seed, last + 1)), f"{folder}: not seeds {first_seed}-{last}"
     stated = [f"{returns.mean():.1f} ± {returns.std():.1f}"]
     if with_median:
         stated.append(f"(median {np.median(returns):.0f}")
@@ -109,9 +108,22 @@ def test_readme_states_what_the_committed_evaluation_scores(
 
 def test_the_committed_evaluations_play_the_shipped_controllers(repo_root):
     """The files behind the shipped rows evaluated the shipped copies (not a local retrain)."""
-    for env, name in [("car_racing", "real_controller"), ("doom_take_cover", "dream_controller")]:
-        folder = os.path.join(repo_root, "experiments", env, name, "evaluation_100")
+    shipped = {  # the zoo name -> the run folder of its committed 100-episode evaluation
+        "real_controller": "car_racing/real_controller_p8",
+        "real_controller_p4": "car_racing/real_controller",
+        "dream_controller": "doom_take_cover/dream_controller",
+    }
+    for name, run in shipped.items():
+        env = run.split("/")[0]
+        folder = os.path.join(repo_root, "experiments", run, "evaluation_100")
+        assert glob.glob(os.path.join(folder, "*.json")), f"{name}: no evaluation in {folder}"
         for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
             with open(path) as f:
                 result = json.load(f)
             assert result["controller_source"] == "shipped", path
+            # the shipped copy of this name (rl755/zoo/shipped/<env>/<name>), by its generation
+            with open(
+                os.path.join(repo_root, "rl755/zoo/shipped", env, name, "controller.json")
+            ) as f:
+                generation = json.load(f)["generation"]
+            assert result["controller_generation"] == generation, (path, name)

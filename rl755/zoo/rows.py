@@ -163,7 +163,7 @@ MODELS: tuple[ZooModel, ...] = (
         "repository",
     ),
     ZooModel(
-        "real_controller",
+        "real_controller_p4",
         "CAR_RACING",
         CONTROLLER,
         None,
@@ -172,17 +172,39 @@ MODELS: tuple[ZooModel, ...] = (
         "--cma_trials_per_member=4 --cma_generations=100 --rollout_max_steps=1000 --sigma=0.1 "
         "--eval_every=5 --eval_episodes=8 --parallelism=2 --select_episodes=16 --select_top=4 "
         "--initial_params=runs/demo/models/car_racing/linear_controller_vae_mdn_rnn",
-        "issue #12's CarRacing agent: LinearController on [z, h] of the demo's models, CMA-ES "
-        "in the real environment with a small population (4 x 4 episodes of 1,000 steps), "
-        "starting from `make demo`'s controller; ships in the repository",
+        "issue #12's first CarRacing agent (shipped as real_controller until 2026-12-04): "
+        "LinearController on [z, h] of the demo's models, CMA-ES in the real environment, "
+        "4 x 4 episodes of 1,000 steps, from `make demo`'s controller; real_controller "
+        "starts from it",
         notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
-        "--environment=CAR_RACING --saved_controller=real_controller --num_episodes=100 "
-        "--seed=1000 (its shipped encoder and MDN-RNN come with it): 774.0 +- 161.2 "
-        "(650.3 +- 252.3 after 40 generations). "
+        "--environment=CAR_RACING --saved_controller=real_controller_p4 --num_episodes=100 "
+        "--seed=1000: 774.0 +- 161.2 (650.3 +- 252.3 after 40 generations). "
         "--initial_params is make demo's seed-0 controller (run make demo first; on another "
         "kind of CPU it trains another one). The run's last checkpoint is committed in "
         "experiments/car_racing/real_controller/: copy it to the row's dir and rerun with more "
         "generations to resume exactly.",
+    ),
+    ZooModel(
+        "real_controller",
+        "CAR_RACING",
+        CONTROLLER,
+        None,
+        "--encoder=raw_rollout_vae_32ld_demo --sequential_model=mdn_rnn_vae_32ld_demo "
+        "--controller=LinearController --mode=real --cma_population_size=8 "
+        "--cma_trials_per_member=4 --cma_generations=26 --rollout_max_steps=1000 --sigma=0.03 "
+        "--eval_every=5 --eval_episodes=8 --parallelism=2 --select_episodes=16 --select_top=4 "
+        "--initial_params=rl755/zoo/shipped/car_racing/real_controller_p4",
+        "issue #12's CarRacing agent: real_controller_p4 trained on by CMA-ES in the real "
+        "environment with population 8 x 4 episodes of 1,000 steps and sigma0 0.03 (26 "
+        "generations), the demo's encoder and MDN-RNN; ships in the repository",
+        notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
+        "--environment=CAR_RACING --saved_controller=real_controller --num_episodes=100 "
+        "--seed=1000 (its shipped encoder and MDN-RNN come with it): 800.8 +- 123.9 "
+        "(real_controller_p4 on the same seeds: 774.0 +- 161.2). The run started from the "
+        "controller then shipped under this name, now real_controller_p4 (the same "
+        "parameters), so its run record names this row's own shipped folder. The run's last "
+        "checkpoint is committed in experiments/car_racing/real_controller_p8/: copy it to "
+        "the row's dir and rerun with more generations to resume exactly.",
     ),
     # ---- FAKE_PIXELS (tests and smoke runs) ----------------------------------------------------
     ZooModel(
