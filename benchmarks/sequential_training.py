@@ -9,21 +9,27 @@ matter) so the data pipeline is not what is measured. For each model, alternatin
 `--steps` timed steps, `--rounds` times:
 
   trainer    `sequential_loop.fit_sequential_model` (its distribution strategy, the masked
-             global loss, the per-step NaN check, TensorBoard means), resumed in one
-             model_dir block after block; its own per-step wall times
+             global loss, the per-step NaN check, TensorBoard means; its batch parts, set
+             with `--batch_shards`), resumed in one model_dir block after block; its own
+             per-step wall times
   reference  the same computation written plainly: the same model constructor, the same
              masked loss (`model.get_loss_fn()`: the MDN negative log-likelihood and the
              reward/done heads as the trainer weighs them), the same Adam and learning rate
              (the trainer clips no gradients, so neither does this), one bare `tf.function`
              step on the same batches
 
-The first `--warm` steps of every block are dropped (tracing, and compiling with XLA). It
-prints the median sequences/s of each over all rounds and the ratio trainer / reference
-(> 1: the trainer is faster than the plain step, e.g. through XLA; < 1: its overhead).
+With `--baseline_loop=FILE` (a `sequential_loop.py` of another code version, e.g. the one
+before a change: `git show <commit>:rl755/models/common/sequential_loop.py > /tmp/loop.py`)
+that trainer is a third side, so before and after are timed in one process, interleaved.
+The order of the sides is reversed every other round. The first `--warm` steps of every block
+are dropped (tracing, and compiling with XLA). It prints the median sequences/s of each over
+all rounds, the ratio trainer / baseline, and the ratio trainer / reference (> 1: the trainer
+is faster than the plain step, e.g. through XLA and its batch parts; < 1: its overhead).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import time
@@ -51,6 +57,15 @@ def define_flags():
         "rl755.models.catalogue names to measure (CAR_RACING sizes).",
     )
     flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size.")
+    flags.DEFINE_integer(
+        "batch_shards", None, "The trainer's batch parts (default: its own choice by cores)."
+    )
+    flags.DEFINE_string(
+        "baseline_loop",
+        None,
+        "A sequential_loop.py of another code version, timed as a third side (before/after a "
+        "change), e.g. from `git show <commit>:rl755/models/common/sequential_loop.py`.",
+    )
 
 
 LEARNING_RATE = 1e-4
@@ -114,11 +129,11 @@ class Reference:
         return times
 
 
-def trainer_block(model_fn, dataset_fn, model_dir, done, steps, warm, batch_size):
-    """Resumes the trainer in model_dir for warm + steps more steps: (its step seconds, done)."""
-    from rl755.models.common import sequential_loop
-
-    r = sequential_loop.fit_sequential_model(
+def trainer_block(loop, model_fn, dataset_fn, model_dir, done, steps, warm, batch_size, shards):
+    """Resumes `loop.fit_sequential_model` in model_dir for warm + steps more steps: (its step
+    seconds, done, its batch parts or None for a loop without them)."""
+    kw = {} if shards is None else {"batch_shards": shards}
+    r = loop.fit_sequential_model(
         model_fn,
         dataset_fn,
         model_dir=model_dir,
@@ -127,8 +142,20 @@ def trainer_block(model_fn, dataset_fn, model_dir, done, steps, warm, batch_size
         learning_rate=LEARNING_RATE,
         save_every_n_steps=10**9,
         validation_steps=0,
+        **kw,
     )
-    return r["step_seconds"][warm:], r["step"]
+    return r["step_seconds"][warm:], r["step"], r.get("batch_shards")
+
+
+def load_loop(path: str):
+    """A sequential_loop.py of another code version, as a module (its imports resolve in
+    this checkout's rl755)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("baseline_sequential_loop", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv):
@@ -138,6 +165,7 @@ def main(argv):
     import tensorflow as tf
 
     from rl755.models import catalogue
+    from rl755.models.common import sequential_loop
 
     b, length = FLAGS.batch_size, FLAGS.sequence_length
     data = synthetic_slices(b, length)
@@ -145,28 +173,43 @@ def main(argv):
     def dataset_fn(split):
         return tf.data.Dataset.from_tensor_slices(data).repeat()
 
+    trainers = {"trainer": (sequential_loop, FLAGS.batch_shards)}
+    if FLAGS.baseline_loop:
+        trainers["baseline"] = (load_loop(FLAGS.baseline_loop), None)
     batches = [{k: tf.constant(v[i : i + b]) for k, v in data.items()} for i in range(0, 4 * b, b)]
     print(
         f"batch {b} x {length} steps; {FLAGS.rounds} rounds of {FLAGS.steps} steps each side, "
-        "interleaved; median sequences/s"
+        "interleaved, the order reversed every other round; median sequences/s"
     )
-    print(f"{'model':32s} {'params':>9s} {'trainer':>9s} {'reference':>10s} {'ratio':>6s}")
+    header = f"{'model':32s} {'params':>9s} {'trainer':>9s}"
+    header += f" {'baseline':>9s} {'ratio':>6s}" if FLAGS.baseline_loop else ""
+    print(header + f" {'reference':>10s} {'ratio':>6s}")
     for name in FLAGS.models:
         model_fn = catalogue.model_fn("CAR_RACING", name)
         reference = Reference(model_fn)
-        trainer_times, reference_times = [], []
+        times = {side: [] for side in [*trainers, "reference"]}
+        done = dict.fromkeys(trainers, 0)
+        parts = None
         with tempfile.TemporaryDirectory() as d:
-            done = 0
-            for _ in range(FLAGS.rounds):
-                times, done = trainer_block(
-                    model_fn, dataset_fn, d, done, FLAGS.steps, FLAGS.warm, b
-                )
-                trainer_times += times
-                reference_times += reference.block(batches, FLAGS.steps, FLAGS.warm)
-        trainer = b / statistics.median(trainer_times)
-        plain = b / statistics.median(reference_times)
-        params = reference.model.count_params()
-        print(f"{name:32s} {params:>9,d} {trainer:9.1f} {plain:10.1f} {trainer / plain:6.2f}")
+            for r in range(FLAGS.rounds):
+                order = list(times) if r % 2 == 0 else list(times)[::-1]
+                for side in order:
+                    if side == "reference":
+                        times[side] += reference.block(batches, FLAGS.steps, FLAGS.warm)
+                        continue
+                    loop, shards = trainers[side]
+                    block, done[side], used = trainer_block(
+                        loop, model_fn, dataset_fn, os.path.join(d, side), done[side],
+                        FLAGS.steps, FLAGS.warm, b, shards,
+                    )  # fmt: skip
+                    times[side] += block
+                    parts = used if side == "trainer" else parts
+        rate = {side: b / statistics.median(t) for side, t in times.items()}
+        line = f"{name:32s} {reference.model.count_params():>9,d} {rate['trainer']:9.1f}"
+        if FLAGS.baseline_loop:
+            line += f" {rate['baseline']:9.1f} {rate['trainer'] / rate['baseline']:6.2f}"
+        line += f" {rate['reference']:10.1f} {rate['trainer'] / rate['reference']:6.2f}"
+        print(f"{line}   (trainer: batch in {parts} part{'s' if parts > 1 else ''})")
 
 
 if __name__ == "__main__":

@@ -79,6 +79,13 @@ flags.DEFINE_string(
     "Optional glob with '{split}' overriding where --rollouts_dataset reads its shards.",
 )
 flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size (default: TF's own).")
+flags.DEFINE_integer(
+    "batch_shards",
+    None,
+    "Parts of each device's batch whose loss and gradients run as separate compiled calls on "
+    "separate CPU cores (same loss; default: one per core with XLA on CPUs and autoregressive "
+    "training, else 1; 1: one call).",
+)
 flags.DEFINE_enum(
     "task",
     "autoregressive",
@@ -143,6 +150,7 @@ def main(argv):
             deterministic=FLAGS.deterministic,
             task=FLAGS.task,
             initial_weights=FLAGS.initial_weights,
+            batch_shards=FLAGS.batch_shards,
         )
 
 

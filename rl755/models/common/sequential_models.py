@@ -185,7 +185,8 @@ class HeadedSequentialModel(SequentialModel):
         return self.loss_sums(batch, predictions)
 
     def combine_loss_terms(self, terms: dict) -> tf.Tensor:
-        """Weighted sum of per-term means."""
+        """Weighted sum of per-term means. Keep it linear in the terms: the trainer adds it
+        up over parts of a batch (`sequential_loop`, batch_shards)."""
         return tf.add_n([self.loss_weights[k] * v for k, v in terms.items()])
 
     def get_loss_fn(self):

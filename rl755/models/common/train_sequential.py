@@ -70,6 +70,7 @@ def train_sequential_model(
     learning_rate_decay: float = 1.0,
     min_learning_rate: float = 0.0,
     clip_norm: float = 0.0,
+    batch_shards: int | None = None,
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -84,7 +85,9 @@ def train_sequential_model(
     (initial weights, slice starts, z samples of `sample_observations`, shuffling).
     `initial_weights`: a new run starts from that model dir's (or shipped folder's) weights
     (`fit_sequential_model`). `learning_rate_decay`, `min_learning_rate`, `clip_norm`: Adam's
-    schedule and gradient clipping (`fit_sequential_model`; defaults: constant, none). Returns
+    schedule and gradient clipping (`fit_sequential_model`; defaults: constant, none).
+    `batch_shards`: parts of each replica's batch run in parallel (`fit_sequential_model`;
+    None: by cores). Returns
     `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.models.common import sequential_tasks
@@ -139,6 +142,7 @@ def train_sequential_model(
             learning_rate_decay=learning_rate_decay,
             min_learning_rate=min_learning_rate,
             clip_norm=clip_norm,
+            batch_shards=batch_shards,
             difference_targets=difference_targets,
             save_every_n_steps=save_every_n_steps,
             validation_steps=validation_steps,
@@ -188,6 +192,7 @@ def train_sequential_model(
             learning_rate_decay=learning_rate_decay,
             min_learning_rate=min_learning_rate,
             clip_norm=clip_norm,
+            batch_shards=batch_shards,
         )
 
 
