@@ -668,6 +668,8 @@ def test_batch_parts_give_the_same_losses_and_weights_as_one_batch(tmp_path):
             model_fn, model_dir=str(tmp_path / name), **kw, **extra
         )
     assert [runs[n]["batch_shards"] for n in ("plain", "one", "two", "four")] == [1, 1, 2, 4]
+    marker = checkpoints.newest_complete_checkpoint(str(tmp_path / "two"))
+    assert marker.info["batch_shards"] == 2  # recorded: the parts sum in their own order
     weights = {n: ts.load_trained_model(str(tmp_path / n), model_fn).weights for n in runs}
     for name in ("one", "two", "four"):
         for key in ("train_losses", "gradient_norms"):

@@ -307,6 +307,23 @@ def test_dream_gap_number():
         assert e["real"] == w["real"] and abs(w["dream"] - w["real"]) > abs(e["dream"] - e["real"])
 
 
+def test_the_random_policys_dream_repeats_whatever_the_process_drew_before():
+    """dream_gap's uniform random policy draws from its own generator seeded by --seed: the
+    same seed dreams the same actions after other random draws and another global seed (it
+    once drew from TensorFlow's global stream, so its dream and the gap moved with test
+    order)."""
+    kw = dict(num_episodes=2, seed=10, max_steps=12)
+    tf.random.set_seed(1)
+    a = gap.model_dream_gap("FAKE_PIXELS", FakeLatentEncoder, FakeDynamicsModel, **kw)
+    tf.random.set_seed(2)
+    tf.random.uniform([7])
+    b = gap.model_dream_gap("FAKE_PIXELS", FakeLatentEncoder, FakeDynamicsModel, **kw)
+    assert a["policies"]["random"]["dream"] == b["policies"]["random"]["dream"]
+    other = gap.model_dream_gap("FAKE_PIXELS", FakeLatentEncoder, FakeDynamicsModel, **{
+        **kw, "seed": 11})  # fmt: skip
+    assert other["policies"]["random"]["dream"] != a["policies"]["random"]["dream"]
+
+
 def test_cost_figures_of_a_tiny_model():
     from sequential_helpers import fake_model
 

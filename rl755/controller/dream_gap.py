@@ -59,19 +59,22 @@ log = logging.getLogger(__name__)
 class _FixedPolicy:
     """Acts like a controller for `DreamEvaluator`: its "parameters" [P, A] are the action
     each member holds (one evaluator, one trace, for every constant policy), or, with
-    `random=True`, it ignores them and acts uniformly over [low, high] each step."""
+    `random=True`, it ignores them and acts uniformly over [low, high] each step, drawn from
+    its own generator seeded by `seed` (so the same seed plays the same actions, whatever
+    else the process drew before)."""
 
-    def __init__(self, input_size: int, low, high, random: bool = False):
+    def __init__(self, input_size: int, low, high, random: bool = False, seed: int = 0):
         self.input_size = int(input_size)
         self.low = np.asarray(low, np.float32)
         self.high = np.asarray(high, np.float32)
         self.action_size = len(self.low)
         self.random = random
+        self.rng = tf.random.Generator.from_seed(int(seed)) if random else None
 
     def act(self, params, inputs):
         shape = tf.concat([tf.shape(inputs)[:2], [self.action_size]], axis=0)  # [P, B, A]
         if self.random:
-            return tf.random.uniform(shape, self.low, self.high)
+            return self.rng.uniform(shape, self.low, self.high)
         return tf.broadcast_to(tf.cast(params, tf.float32)[:, None, :], shape)
 
 
@@ -169,7 +172,7 @@ def measure_dream_gap(
         )
 
     constant = evaluator(_FixedPolicy(input_size, low, high))
-    random = evaluator(_FixedPolicy(input_size, low, high, random=True))
+    random = evaluator(_FixedPolicy(input_size, low, high, random=True, seed=int(seed)))
     policies = {}
     for name, action in reference_policies(env_enum).items():
         if action is None:

@@ -1487,4 +1487,15 @@ MUTATIONS += [
         tests=(f"{SEQ_TRAIN}::test_the_stage_passes_the_schedule_and_clipping_on",),
         what="--batch_shards does not reach the training loop",
     ),
+    dict(
+        name="dream_gap_random_from_global_stream",
+        file="rl755/controller/dream_gap.py",
+        old="return self.rng.uniform(shape, self.low, self.high)",
+        new="return tf.random.uniform(shape, self.low, self.high)",
+        tests=(
+            "tests/test_world_model_eval.py::"
+            "test_the_random_policys_dream_repeats_whatever_the_process_drew_before",
+        ),
+        what="dream_gap's random policy draws from TensorFlow's global stream, not its seed",
+    ),
 ]

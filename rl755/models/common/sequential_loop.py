@@ -324,6 +324,7 @@ def fit_sequential_model(
     if jit_compile is None:
         jit_compile = bool(getattr(model, "xla_training", False))
     shards = choose_batch_shards(batch_shards, batch_size // replicas, jit_compile, task, replicas)
+    info["batch_shards"] = shards  # (in each marker: the parts sum in their own order)
     logging.info(
         "Loss and gradients compiled with XLA: %s%s.",
         jit_compile,
