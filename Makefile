@@ -3,7 +3,7 @@
 #               make demo SEED=2 runs it with another seed (into runs/demo-seed2)
 #   make test   runs the test suite (TEST_WORKERS=2 processes, pytest-xdist)
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
-#   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI: ~10 min on 2 cores)
+#   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI: ~30 min on 2 cores)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
