@@ -308,7 +308,9 @@ def test_mismatched_sizes_and_unknown_names_fail_before_training(encoded_dir, tm
         _train(tmp_path / "m3", 1, rollouts_dataset="NoSuchDataset")
     with pytest.raises(FileNotFoundError, match="no 'train' shards"):
         _train(tmp_path / "m4", 1, rollouts_pattern=str(tmp_path / "nowhere-{split}*"))
-    for d in ("m1", "m2", "m3", "m4"):
+    with pytest.raises(ValueError, match=r"batch_shards=3 must be a positive divisor .* \(4\)"):
+        _train(tmp_path / "m5", 1, batch_shards=3)
+    for d in ("m1", "m2", "m3", "m4", "m5"):
         assert not os.path.exists(tmp_path / d)
 
 

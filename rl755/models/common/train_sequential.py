@@ -122,6 +122,10 @@ def train_sequential_model(
         f"Dataset {rollouts_dataset} ({builder.tfrecords_pattern()})",
     )
     sequential_tasks.check_model_trains_on(probe, training_task)
+    if batch_shards is not None:  # (a requested count is checked before anything is written)
+        sequential_loop.choose_batch_shards(
+            batch_shards, batch_size // strategy.num_replicas_in_sync, True, training_task
+        )
     rollout_ids = bool(probe.needs_rollout_ids)
     logging.info("Training on %d replica(s).", strategy.num_replicas_in_sync)
     info = dict(
