@@ -1,9 +1,11 @@
-# The two set-up commands (see README):
-#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU);
-#               make demo SEED=2 runs it with another seed (into runs/demo-seed2)
+# The two set-up commands (README.md):
+#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU,
+#               about 15 minutes); make demo SEED=2 runs it with another seed (runs/demo-seed2)
 #   make test   runs the test suite (TEST_WORKERS=2 processes, pytest-xdist)
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
-#   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI: ~30 min on 2 cores)
+#   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI)
+#   make docs      builds the documentation site into site/ (strict: a broken link fails)
+#   make docs-serve  serves it on http://127.0.0.1:8000 while you edit
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -22,7 +24,7 @@ PYTEST_ARGS ?=
 MUTATE_ARGS ?=
 NOTEBOOK_ARGS ?=
 
-.PHONY: demo test lint mutate notebook venv clean-venv
+.PHONY: demo test lint mutate notebook venv clean-venv docs docs-serve
 
 venv: $(STAMP)
 
@@ -50,6 +52,13 @@ mutate: $(STAMP)
 notebook: $(STAMP)
 	$(VENV)/bin/jupyter notebook --ServerApp.root_dir=notebooks \
 		$$(test "$$(id -u)" = 0 && echo --allow-root) $(NOTEBOOK_ARGS)
+
+# The documentation site (mkdocs.yml): strict, so a broken link or anchor fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict
 
 lint: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/pre-commit run --all-files

@@ -44,7 +44,7 @@ flags.DEFINE_bool(
     "Every stage bit-for-bit repeatable (seeded, TF op determinism, ordered tf.data): the same "
     "command and --seed give the same weights, controller and scores. Default: each stage "
     "decides on its machine, on without a GPU (so on for local CPU runs), off on a GPU. "
-    "See README 'Repeatable runs'.",
+    "See docs/getting-started/repeatable-runs.md.",
 )
 flags.DEFINE_bool(
     "report",

@@ -153,8 +153,10 @@ def collect_rollouts(
       policy_kwargs: constructor arguments of a named policy (`--policy_kwargs`), e.g.
         {"min_repeat": 20, "max_repeat": 200} for RepeatRandomPolicy; they are part of the
         rollouts' run tag, so other arguments are other rollouts.
-      num_rollouts, parallelism, max_steps: positive counts; parallelism 1 without
-        `ray_address` runs in this process, otherwise on Ray.
+      num_rollouts: rollouts to make, exactly this many (positive).
+      parallelism: rollouts at once (positive); 1 without `ray_address` runs in this
+        process, otherwise on Ray.
+      max_steps: step limit per rollout (positive).
       out_dir: default `default_out_dir(environment, out_format)`.
       out_format: "pickle" or "tfrecord".
       seed: base seed (rollout i uses `rollout_seed(seed, i)`); None draws a fresh one (logged

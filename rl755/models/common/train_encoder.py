@@ -182,8 +182,9 @@ def train_obs_encoder(
       validation_steps: batches of the validation split per save; 0 = no validation.
       rollouts_pattern: glob with "{split}" overriding RawRollouts' location.
       num_threads: TF thread pools (None: TF default).
-      seed, deterministic: `rl755.common.determinism.configure` (weights' initial values,
-        frame sampling and shuffling, the VAE's posterior samples); None: on without a GPU.
+      seed: seeds the weights' initial values, frame sampling and shuffling, and the VAE's
+        posterior samples (`rl755.common.determinism.configure`).
+      deterministic: TensorFlow op determinism; None: on without a GPU.
       run_flags: flags for the run record and TensorBoard (default: the arguments).
     """
     for name, value in dict(
