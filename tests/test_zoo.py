@@ -31,7 +31,7 @@ def _flags(command: str) -> dict[str, str]:
     return dict((t[2:].split("=", 1) + [""])[:2] for t in tokens)
 
 
-def test_readme_tables_are_what_zoo_table_prints(repo_root):
+def test_zoo_page_tables_are_what_zoo_table_prints(repo_root):
     out = subprocess.run(
         [sys.executable, "scripts/dev/zoo_table.py"],
         cwd=repo_root,
@@ -40,12 +40,12 @@ def test_readme_tables_are_what_zoo_table_prints(repo_root):
         check=True,
     ).stdout.strip()
     assert out == zoo.readme_tables()
-    with open(os.path.join(repo_root, "README.md")) as f:
-        readme = f.read()
-    start, end = readme.index(zoo.readme.BEGIN), readme.index(zoo.readme.END)
+    with open(os.path.join(repo_root, zoo.readme.PAGE)) as f:
+        page = f.read()
+    start, end = page.index(zoo.readme.BEGIN), page.index(zoo.readme.END)
     assert (
-        readme[start : end + len(zoo.readme.END)] == out
-    ), "README's zoo tables are stale: python scripts/dev/zoo_table.py --write"
+        page[start : end + len(zoo.readme.END)] == out
+    ), f"{zoo.readme.PAGE}'s zoo tables are stale: python scripts/dev/zoo_table.py --write"
     for row in zoo.MODELS:
         assert f"| {row.environment} | `{row.name}` |" in out
 
@@ -79,12 +79,12 @@ def test_every_row_names_things_that_exist(row, repo_root):
     assert pickle.loads(pickle.dumps(row)) == row
 
 
-def test_doom_rows_hold_the_commands_the_readme_ran(repo_root):
-    """The row is the single truth; the README's Doom experiment shows what was run."""
-    with open(os.path.join(repo_root, "README.md")) as f:
+def test_doom_rows_hold_the_commands_the_experiment_ran(repo_root):
+    """The row is the single truth; the Doom experiment's history shows what was run."""
+    with open(os.path.join(repo_root, "experiments/doom_take_cover/small_scale/README.md")) as f:
         readme = f.read()
-    small = readme.index("### World Models' DoomTakeCover")
-    scaled = readme.index("#### Scaled up", small)
+    small = readme.index("## World Models' DoomTakeCover")
+    scaled = readme.index("## Scaled up", small)
     sections = {"small": readme[small:scaled], "scaled": readme[scaled:]}
     for name, section in (
         ("mdn_rnn_64ld", "small"),

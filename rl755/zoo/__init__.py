@@ -96,5 +96,5 @@ def saved_model_functions(environment: Environment | str, module: str) -> dict[s
 
 
 def readme_tables() -> str:
-    """The README's "Existing models and datasets" tables (scripts/dev/zoo_table.py)."""
+    """The zoo tables of docs/guides/zoo.md (scripts/dev/zoo_table.py)."""
     return readme.tables(MODELS)

@@ -161,7 +161,7 @@ class RolloutDatasetBuilder(abc.ABC):
 
     # ---- internals ----------------------------------------------------------------------------
     def _missing_data_hint(self) -> str:
-        return "Create the dataset first (see README 'Running experiments')."
+        return "Create the dataset first (see docs/stages/index.md)."
 
     def _dataset_dirs(self, files: list[str]) -> list[str]:
         return sorted({os.path.dirname(f) for f in files})

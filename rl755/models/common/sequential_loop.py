@@ -30,9 +30,8 @@ keeps one core busy and leaves the other idle. The parts' loss sums and counts a
 before the division, so the loss and gradients are the same computation as one whole batch's
 (equal to float rounding, tested). With XLA the gradients are taken inside the compiled call
 too (each part's share of the loss over the global counts: the loss is linear in the parts'
-sums). At the World Models MDN-RNN's 16 x 32 on 2 cores the trainer steps ~1.3x faster
-than with one whole-batch call and the gradient outside it (README "Benchmarks").
-`batch_shards=1` keeps one call.
+sums). Its speed against one whole-batch call: docs/benchmarks.md. `batch_shards=1` keeps
+one call.
 
 Optimizer: Adam at `learning_rate`, by default constant. World Models' MDN-RNN settings are
 `learning_rate_decay=0.99999, min_learning_rate=1e-5, clip_norm=1.0`: the rate of the update

@@ -128,7 +128,7 @@ def check_raw_rollouts(builder, split: str, environment: Environments) -> list[s
     if first is None:
         raise ValueError(
             f"The '{split}' shards ({len(files)} files, e.g. {files[0]}) hold no rollouts. "
-            "Collect rollouts first (README, stage 1)."
+            "Collect rollouts first (docs/stages/collect.md)."
         )
     shape = tuple(np.shape(first.obs_l[0]))
     dtype = np.asarray(first.obs_l[0]).dtype
