@@ -72,8 +72,8 @@ def main(argv):
             rollouts_pattern=os.path.join(raw_dir, "rollouts-{split}*.tfrecord-*"),
         )  # fmt: skip
         shutil.rmtree(out)
-        assert res["frames"] == n
-        return res["frames"] / res["seconds"]
+        assert res.frames == n
+        return res.frames / res.seconds
 
     def memory_rate() -> float:
         start = time.perf_counter()

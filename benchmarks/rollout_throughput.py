@@ -99,8 +99,8 @@ def _tool_run(
     )
     seconds = time.perf_counter() - start
     driver_cpu = time.process_time() - cpu_start
-    on_disk = sum(os.path.getsize(f) for f in summary["files"])
-    return summary["frames"], seconds, on_disk, summary["cpu_seconds"], driver_cpu
+    on_disk = sum(os.path.getsize(f) for f in summary.files)
+    return summary.frames, seconds, on_disk, summary.cpu_seconds, driver_cpu
 
 
 def main(argv):

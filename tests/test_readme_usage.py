@@ -30,7 +30,7 @@ assert tuple(frames.element_spec.shape) == (16, 16, 3), frames.element_spec
 assert tuple(z.shape) == (8, 4) and tuple(extras["std_devs"].shape) == (8, 4)
 assert picture.format == "png"
 assert tuple(slices.element_spec["inputs"].shape) == (8, 4 + 3), slices.element_spec
-assert result.num_rollouts == 2, result  # the new-policy page's collection
+assert result.rollouts == 2, result  # the new-policy page's collection
 print("docs usage: ok")
 """
 

@@ -26,6 +26,7 @@ seed makes the same rollouts.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -34,6 +35,7 @@ import os
 
 from rl755.common import config, determinism, sharded_io
 from rl755.common.errors import BadInput
+from rl755.common.results import Result
 from rl755.data_gen import shards
 from rl755.data_gen.episodes import random_base_seed, rollout_seed
 from rl755.data_gen.pickles import PICKLE_SUFFIX
@@ -141,7 +143,7 @@ def collect_rollouts(
     random_action_prob: float = 0.0,
     deterministic: bool | None = None,
     policy_kwargs: dict | None = None,
-) -> dict:
+) -> CollectionSummary:
     """Collects exactly `num_rollouts` rollouts and writes them to `out_dir`.
 
     Args:
@@ -173,8 +175,7 @@ def collect_rollouts(
         i is a function of its seed whether or not (its environment permitting); it matters
         for policies that run networks (`--policy=controller`).
     Returns:
-      {"out_dir", "seed", "tag", "files": [paths], "written", "skipped", "rollouts", "frames",
-       "bytes", "cpu_seconds" (of the workers' rollout tasks)}
+      A `CollectionSummary` (`summary.rollouts`, `summary.out_dir`, ...).
     """
     try:
         env_enum = Environments.from_name(environment)
@@ -247,18 +248,47 @@ def collect_rollouts(
             rollout_timeout=rollout_timeout,
         )
     done = [r for r in results if r is not None]
-    return {
-        "out_dir": out_dir,
-        "seed": seed,
-        "tag": tag,
-        "files": [os.path.join(out_dir, t.key) for t in tasks],
-        "written": len(done),
-        "skipped": len(results) - len(done),
-        "rollouts": sum(r["rollouts"] for r in done),
-        "frames": sum(r["frames"] for r in done),
-        "bytes": sum(r["bytes"] for r in done),
-        "cpu_seconds": sum(r.get("cpu_seconds", 0.0) for r in done),
-    }
+    return CollectionSummary(
+        out_dir=out_dir,
+        seed=seed,
+        tag=tag,
+        files=[os.path.join(out_dir, t.key) for t in tasks],
+        written=len(done),
+        skipped=len(results) - len(done),
+        rollouts=sum(r["rollouts"] for r in done),
+        frames=sum(r["frames"] for r in done),
+        bytes=sum(r["bytes"] for r in done),
+        cpu_seconds=sum(r.get("cpu_seconds", 0.0) for r in done),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectionSummary(Result):
+    """What `collect_rollouts` did.
+
+    Attributes:
+      out_dir: where the rollouts are.
+      seed: the base seed used (drawn when none was given).
+      tag: the run tag in every file name (seed and settings).
+      files: every output file of the run, made now or before.
+      written: files (tasks) written by this call.
+      skipped: files that existed already (a resumed run).
+      rollouts: rollouts in the files written by this call.
+      frames: frames in them.
+      bytes: bytes written.
+      cpu_seconds: CPU time of the tasks run by this call.
+    """
+
+    out_dir: str
+    seed: int
+    tag: str
+    files: list[str]
+    written: int
+    skipped: int
+    rollouts: int
+    frames: int
+    bytes: int
+    cpu_seconds: float
 
 
 def _check_flags(

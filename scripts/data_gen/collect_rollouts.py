@@ -135,13 +135,13 @@ def main(argv):
         raise app.UsageError(str(e)) from e
     logging.info(
         "Wrote %d files (%d rollouts, %d frames, %.1f MB) to %s; skipped %d existing; seed %d.",
-        summary["written"],
-        summary["rollouts"],
-        summary["frames"],
-        summary["bytes"] / 1e6,
-        summary["out_dir"],
-        summary["skipped"],
-        summary["seed"],
+        summary.written,
+        summary.rollouts,
+        summary.frames,
+        summary.bytes / 1e6,
+        summary.out_dir,
+        summary.skipped,
+        summary.seed,
     )
 
 
