@@ -1,6 +1,6 @@
 """Runs the five World Models stages in a chain: here, or on SLURM with afterok dependencies.
 
-    python scripts/pipeline.py --preset=demo --out_dir=runs/demo          # 13-25 min, 2-core CPU
+    python scripts/pipeline.py --preset=demo --out_dir=runs/demo          # about 15 min, 2-core CPU
     python scripts/pipeline.py --preset=tiny --out_dir=/tmp/tiny          # fake env, seconds
     # on a cluster: the tiny preset first (a few minutes of 1-2 CPUs, 2G, one GPU per GPU stage)
     python scripts/pipeline.py --preset=tiny --launcher=slurm --out_dir=$SCRATCH/tiny \

@@ -82,7 +82,7 @@ class RolloutWorker:
 
     `on_ray=True` (a worker process of its own): quiet TensorFlow and one math thread, since
     there are as many workers as cores. Sinks (TFRecords) and learned policies run TF there;
-    pickle-writing workers with simple policies never load it (~0.5 GB and ~3 s less each).
+    pickle-writing workers with simple policies never load it (less memory and start-up).
     """
 
     def __init__(self, make_env: MakeEnv, on_ray: bool = False):

@@ -180,12 +180,12 @@ _TINY_RESOURCES = _resources(
 
 
 PRESETS: dict[str, Preset] = {
-    # 13-25 minutes on a 2-core CPU (by its kind): enough to see every stage work and the controller beat
+    # About 15 minutes on a 2-core CPU: enough to see every stage work and the controller beat
     # the random policy; nowhere near the paper's score.
     "demo": _sized(
         "demo",
         _CAR_RACING,
-        description="CarRacing at a small size for a 2-core CPU (13-25 min, by the CPU).",
+        description="CarRacing at a small size for a 2-core CPU (about 15 minutes).",
         shipped=("raw_rollout_vae_32ld_demo", "mdn_rnn_vae_32ld_demo", "real_controller"),
         resources=_resources(
             dict(cpus=2, mem="4G", time="2:00:00"),

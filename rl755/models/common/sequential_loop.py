@@ -74,8 +74,7 @@ from rl755.models.common.sequential import SequentialModel
 
 GRADIENT_NORM = "_gradient_norm"  # (carried beside the loss terms out of the replicas)
 
-#: Automatic batch shards: at most this many, of at least this many sequences each (only 2
-#: parts on 2 cores were measured; more cores are taken up to this bound).
+#: Automatic batch shards: at most this many, of at least this many sequences each.
 MAX_AUTO_SHARDS = 8
 MIN_SHARD_SEQUENCES = 4
 
