@@ -233,7 +233,7 @@ class RawImageRolloutDatasetBuilder(RolloutDatasetBuilder):
 
     def _missing_data_hint(self) -> str:
         return (
-            "Collect rollouts first: python scripts/data_gen/car_racing/parallel_rollout_main.py "
+            "Collect rollouts first: python scripts/data_gen/collect_rollouts.py "
             f"--environment={self.environment.name} --out_format=tfrecord ..."
         )
 
