@@ -30,6 +30,14 @@ def test_an_evaluation_json_reads_back_as_the_result_it_was_written_from(repo_ro
     assert set(result) == set(data) and result.get("nope", 7) == 7
 
 
+def test_a_training_result_keeps_every_key_of_the_dict_it_replaces():
+    from rl755.controller.results import TrainingResult
+
+    result = TrainingResult(3, 1.5, [0.0], [], [], None, "/m")
+    assert result["selection"] is None and "selection" in result  # the dict had the key
+    assert result.to_dict()["model_dir"] == "/m" and result["generation"] == 3
+
+
 def test_unset_fields_read_as_absent_keys():
     result = EvaluationResult.from_dict(
         dict(
@@ -79,6 +87,8 @@ def test_collect_rollouts_returns_its_summary(tmp_path):
         ("rl755.data_gen.encode", "encode_raw_rollouts"),
         ("rl755.controller.evaluate", "evaluate_controller"),
         ("rl755.controller.evaluate", "score_controller"),
+        ("rl755.controller.cma_train", "train_controller"),
+        ("rl755.controller.cma_train", "run_cma_es"),
     ],
 )
 def test_entry_points_declare_a_typed_result(module, function):

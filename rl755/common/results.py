@@ -10,24 +10,28 @@
     summary["rollouts"]       # 4: callers written when these were dicts
     summary.to_dict()         # {"out_dir": "/d", "rollouts": 4}, nested results too
 
-A field whose value is None reads as absent through the dict interface (`"key" in result` is
-False and `result["key"]` raises KeyError), as the dicts these replace did not have the key.
+A result class that sets `omit_none = True` (one that stands for a JSON file whose optional
+keys are left out) reads a field whose value is None as absent through the dict interface:
+`"key" in result` is False, `result["key"]` raises KeyError and `to_dict()` leaves it out.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclasses.dataclass(frozen=True)
 class Result:
     """Base of a result dataclass; read its attributes, or it as a read-only mapping."""
 
+    omit_none: ClassVar[bool] = False
+
     def keys(self) -> list[str]:
-        """The names of the fields that are set (not None)."""
-        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
+        """The names of the fields (with `omit_none`, of those that are not None)."""
+        names = [f.name for f in dataclasses.fields(self)]
+        return [n for n in names if not self.omit_none or getattr(self, n) is not None]
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():

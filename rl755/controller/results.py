@@ -10,6 +10,7 @@ result.to_dict()                   # what <out_dir>/evaluation.json holds
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from rl755.common.results import Result
 
@@ -81,6 +82,8 @@ class EvaluationResult(Result):
     out_dir: str | None = None
     controller_generation: int | None = None
 
+    omit_none = True  # evaluation.json has no key for what is not there
+
     @classmethod
     def from_dict(cls, result: dict) -> EvaluationResult:
         """From the dict of an evaluation.json (unknown keys fail)."""
@@ -88,3 +91,29 @@ class EvaluationResult(Result):
         if fields.get("random_policy") is not None:
             fields["random_policy"] = EpisodeStats(**fields["random_policy"])
         return cls(**fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingResult(Result):
+    """What a CMA-ES run did (`train_controller`, `run_cma_es`); its files are in `model_dir`.
+
+    Attributes:
+      generation: the last generation trained (counting earlier runs of the model dir).
+      best_fitness: the best member's training fitness over all generations.
+      best_params: the parameters saved as the trained controller [N] (the final selection's
+        choice, else the best evaluated candidate, else the best member by training fitness).
+      history: one dict per generation (fitness mean, best, worst, sigma, steps, ...).
+      evals: one dict per evaluation of a candidate (generation, which, mean, std, ...).
+      selection: the final selection's replays (`--select_episodes`), or None.
+      model_dir: the run's directory (checkpoints, controller.json, summary.json).
+      es: the CMA-ES object at the end (`cma.CMAEvolutionStrategy`), to go on from in code.
+    """
+
+    generation: int
+    best_fitness: float
+    best_params: Any
+    history: list[dict]
+    evals: list[dict]
+    selection: dict | None
+    model_dir: str
+    es: Any = dataclasses.field(default=None, repr=False)
