@@ -28,7 +28,7 @@ Names (an unknown one raises LookupError listing these):
     lstm.deterministic_lstm_with_heads        + reward and episode-end heads
     transformer.{tiny,small,base}_deterministic_transformer[_with_heads]
                                      causal sliding-window transformers (ALiBi, key/value cache
-                                     when acting; rl755/models/common/transformer.py):
+                                     when acting; rl755/models/sequential/transformer.py):
 
         preset   layers  model_dim  heads  window  params (Z=32, A=3)
         tiny        2        64       4      32     ~0.1M
@@ -40,16 +40,16 @@ Names (an unknown one raises LookupError listing these):
                                      "z hidden" flag, 0 when acting) with an infilling head
                                      (one bidirectional block + Dense(Z), used in training
                                      only): trains on --task=autoregressive, infill or mixed
-                                     (rl755/models/common/infilling.py)
+                                     (rl755/models/infilling/model.py)
     transformer.{tiny,small,base}_retrieval_transformer[_with_heads]
                                      the same causal transformer, then cross-attention to the
                                      k nearest windows of the training rollouts (a faiss
                                      index stage 4 builds in the model dir); the preset's
                                      retrieval settings: retrieval.RETRIEVAL_PRESETS
-                                     (rl755/models/common/retrieval.py)
+                                     (rl755/models/retrieval/model.py)
     unet.infilling_unet              a U-Net that fills the masked pixels of frame t from the K
                                      frames before it, the actions between them and a noise
-                                     vector (rl755/models/common/unet.py; widths
+                                     vector (rl755/models/unet/model.py; widths
                                      presets.unet_filters); trained with or without a patch
                                      discriminator by scripts/models/train_infilling_unet.py.
                                      Takes `context_frames=`, `noise_size=`, `use_actions=`.
@@ -57,7 +57,7 @@ Names (an unknown one raises LookupError listing these):
 Sizes come from the environment's `ModelPresets` (Z, crop, image size, LSTM units, mixture
 count, transformer sizes, done weights); keyword arguments override them, e.g.
 `build(env, "mdn_rnn.mdn_rnn", units=64)` or any argument of
-rl755.models.common.sequential_models / conv_vae.ConvVae. Sequential models take inputs
+rl755.models.sequential.models / conv_vae.ConvVae. Sequential models take inputs
 [B, T, Z + A] with Z = presets.representation_size and A = the environment's action size.
 """
 
@@ -88,7 +88,7 @@ _VAE_PRESETS = (
 
 
 def _vae(env: Environment, kwargs: dict):
-    from rl755.models.common.conv_vae import ConvVae
+    from rl755.models.encoders.conv_vae import ConvVae
 
     obs_sampled_per_rollout = kwargs.pop("obs_sampled_per_rollout", None)
     args = {name: getattr(env.presets, name) for name in _VAE_PRESETS}
@@ -98,7 +98,7 @@ def _vae(env: Environment, kwargs: dict):
 
 
 def _unet(env: Environment, kwargs: dict):
-    from rl755.models.common.unet import InfillingUNet
+    from rl755.models.unet.model import InfillingUNet
 
     args = dict(
         frame_shape=env.observation_shape,
@@ -112,7 +112,7 @@ def _sequential(family: str, preset: str | None, heads: bool, end_weighted: bool
     """A builder (env, kwargs) -> model for one sequential model name."""
 
     def build_model(env: Environment, kwargs: dict):
-        from rl755.models.common import sequential_models
+        from rl755.models.sequential import models as sequential_models
 
         p = env.presets
         args: dict[str, Any] = dict(
@@ -142,15 +142,15 @@ def _sequential(family: str, preset: str | None, heads: bool, end_weighted: bool
 def _transformer_constructor(family: str, preset: str, args: dict):
     """The constructor of one transformer family (deterministic, infilling, retrieval)."""
     if family == "infilling":
-        from rl755.models.common.infilling import infilling_transformer
+        from rl755.models.infilling.model import infilling_transformer
 
         return infilling_transformer
     if family == "retrieval":
-        from rl755.models.common import retrieval
+        from rl755.models.retrieval import model as retrieval
 
         args["retrieval"] = retrieval.RETRIEVAL_PRESETS[preset]
         return retrieval.retrieval_transformer
-    from rl755.models.common.sequential_models import deterministic_transformer
+    from rl755.models.sequential.models import deterministic_transformer
 
     return deterministic_transformer
 
