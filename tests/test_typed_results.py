@@ -89,6 +89,9 @@ def test_collect_rollouts_returns_its_summary(tmp_path):
         ("rl755.controller.evaluate", "score_controller"),
         ("rl755.controller.cma_train", "train_controller"),
         ("rl755.controller.cma_train", "run_cma_es"),
+        ("rl755.models.encoders.train", "train_obs_encoder"),
+        ("rl755.models.sequential.train", "train_sequential_model"),
+        ("rl755.models.sequential.loop", "fit_sequential_model"),
     ],
 )
 def test_entry_points_declare_a_typed_result(module, function):

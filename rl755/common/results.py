@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 
-@dataclasses.dataclass(frozen=True)
 class Result:
     """Base of a result dataclass; read its attributes, or it as a read-only mapping."""
 

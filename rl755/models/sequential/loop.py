@@ -71,6 +71,7 @@ from rl755.common.errors import NonFiniteLossError
 from rl755.common.tensorboard import StepMeans, TrainingLogs
 from rl755.models.common.sequential import SequentialModel
 from rl755.models.sequential import tasks
+from rl755.models.sequential.results import TrainingResult
 
 GRADIENT_NORM = "_gradient_norm"  # (carried beside the loss terms out of the replicas)
 
@@ -199,7 +200,7 @@ def fit_sequential_model(
     min_learning_rate: float = 0.0,
     clip_norm: float = 0.0,
     batch_shards: int | None = None,
-) -> dict:
+) -> TrainingResult:
     """Trains until `train_steps` steps in total (resuming from model_dir's newest checkpoint).
 
     `initial_weights`: a sequential model's dir (a training run's model_dir, or a shipped
@@ -213,10 +214,7 @@ def fit_sequential_model(
     `learning_rate_decay`, `min_learning_rate`, `clip_norm`: the module docstring's optimizer
     (defaults: a constant rate, no clipping). `batch_shards`: parts of each replica's batch
     run in parallel (module docstring; None: `choose_batch_shards`).
-    Returns {"start_step", "step", "replicas", "batch_shards", "train_losses": [per-step loss of this run],
-    "step_seconds": [wall time of each step], "learning_rate": the rate of the next update,
-    "gradient_norms": [each step's global gradient norm before clipping] (with `clip_norm`),
-    "last_terms": {term: value}, "validation": {term: value} (last), "checkpoint": path}.
+    Returns a `TrainingResult` (rl755.models.sequential.results).
     Raises NonFiniteLossError at the first non-finite loss."""
     for name, value in dict(
         train_steps=train_steps, batch_size=batch_size, save_every_n_steps=save_every_n_steps
@@ -291,14 +289,13 @@ def fit_sequential_model(
     last_path = last.weights_path if last else None
     if start_step >= train_steps:
         logging.info("Already trained for %d >= %d steps; nothing to do.", start_step, train_steps)
-        return {
-            "start_step": start_step,
-            "step": start_step,
-            "train_losses": [],
-            "last_terms": {},
-            "validation": {},
-            "checkpoint": last_path,
-        }
+        return TrainingResult(
+            start_step=start_step,
+            step=start_step,
+            train_losses=[],
+            validation={},
+            checkpoint=last_path,
+        )
 
     # Reseed per resume so a resumed run does not replay the same data order.
     tf.random.set_seed(seed + start_step)
@@ -501,7 +498,7 @@ def fit_sequential_model(
         logs.close()
     result["step"] = step
     result["learning_rate"] = float(optimizer.learning_rate)
-    return result
+    return TrainingResult(**result)
 
 
 def usable_cores() -> int:
