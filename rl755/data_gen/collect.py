@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 
 from rl755.common import config, determinism, sharded_io
 from rl755.common.errors import BadInput
@@ -141,6 +142,7 @@ def collect_rollouts(
     random_action_prob: float = 0.0,
     deterministic: bool | None = None,
     policy_kwargs: dict | None = None,
+    use_ray: bool | None = None,
 ) -> dict:
     """Collects exactly `num_rollouts` rollouts and writes them to `out_dir`.
 
@@ -153,8 +155,10 @@ def collect_rollouts(
       policy_kwargs: constructor arguments of a named policy (`--policy_kwargs`), e.g.
         {"min_repeat": 20, "max_repeat": 200} for RepeatRandomPolicy; they are part of the
         rollouts' run tag, so other arguments are other rollouts.
-      num_rollouts, parallelism, max_steps: positive counts; parallelism 1 without
-        `ray_address` runs in this process, otherwise on Ray.
+      num_rollouts, parallelism, max_steps: positive counts.
+      use_ray: run on `parallelism` Ray workers (True) or in this process (False); None:
+        `rl755.data_gen.rollout_tasks.runs_on_ray` decides (a small run, or parallelism 1,
+        stays in this process unless a Ray session is connected or `ray_address` is given).
       out_dir: default `default_out_dir(environment, out_format)`.
       out_format: "pickle" or "tfrecord".
       seed: base seed (rollout i uses `rollout_seed(seed, i)`); None draws a fresh one (logged
@@ -172,8 +176,11 @@ def collect_rollouts(
         for policies that run networks (`--policy=controller`).
     Returns:
       {"out_dir", "seed", "tag", "files": [paths], "written", "skipped", "rollouts", "frames",
-       "bytes", "cpu_seconds" (of the workers' rollout tasks)}
+       "bytes", "cpu_seconds" (of the workers' rollout tasks), "seconds" (the whole call),
+       "ray" (whether it ran on Ray), "ray_start_s" and "workers_ready_s" (on Ray: `ray.init`,
+       0 when joining a session; until the first worker answered; else None)}
     """
+    start = time.monotonic()
     try:
         env_enum = Environments.from_name(environment)
     except ValueError as e:
@@ -225,6 +232,7 @@ def collect_rollouts(
     from rl755.common import run_record
 
     flags = dict(run_flags or {})
+    timings: dict = {}
     with run_record.record_run(out_dir, flags, stage="collect_rollouts") as record:
         record.data["resolved"] = {
             "seed": seed,
@@ -243,6 +251,8 @@ def collect_rollouts(
             max_retries=max_retries,
             progress=progress,
             rollout_timeout=rollout_timeout,
+            use_ray=use_ray,
+            timings=timings,
         )
     done = [r for r in results if r is not None]
     return {
@@ -256,7 +266,29 @@ def collect_rollouts(
         "frames": sum(r["frames"] for r in done),
         "bytes": sum(r["bytes"] for r in done),
         "cpu_seconds": sum(r.get("cpu_seconds", 0.0) for r in done),
+        "seconds": time.monotonic() - start,
+        "ray": timings.get("ray", False),
+        "ray_start_s": timings.get("ray_start_s"),
+        "workers_ready_s": timings.get("workers_ready_s"),
     }
+
+
+def timing_line(summary: dict) -> str:
+    """How long a `collect_rollouts` call took, Ray's start-up apart: "Took <t> s, of which Ray
+    start-up <r> s (local cluster <c> s, first worker ready after <r> s)." or "Took <t> s in
+    this process (no Ray)."."""
+    seconds = summary["seconds"]
+    if not summary["ray"]:
+        return f"Took {seconds:.1f} s in this process (no Ray)."
+    ready = summary["workers_ready_s"]
+    if ready is None:
+        return f"Took {seconds:.1f} s on Ray (no worker started)."
+    start = summary["ray_start_s"]
+    where = f"local cluster {start:.1f} s" if start else "joined a running session"
+    return (
+        f"Took {seconds:.1f} s, of which Ray start-up {ready:.1f} s ({where}, first worker "
+        f"ready after {ready:.1f} s)."
+    )
 
 
 def _check_flags(
