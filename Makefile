@@ -4,6 +4,7 @@
 #   make test   runs the test suite (TEST_WORKERS=2 processes, pytest-xdist)
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
 #   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI: ~30 min on 2 cores)
+#   make bench     every benchmark at its quick setting (benchmarks/quick.py; docs/benchmarks.md)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -19,10 +20,12 @@ DEMO_DIR ?= runs/demo-seed$(SEED)
 endif
 PRESET ?= demo
 PYTEST_ARGS ?=
+# e.g. make bench BENCH_ARGS=--check (CI: exit 1 on a ratio below half its target)
+BENCH_ARGS ?=
 MUTATE_ARGS ?=
 NOTEBOOK_ARGS ?=
 
-.PHONY: demo test lint mutate notebook venv clean-venv
+.PHONY: demo test lint mutate notebook venv clean-venv bench
 
 venv: $(STAMP)
 
@@ -38,6 +41,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# Every benchmark in benchmarks/ at a quick setting, one after the other (about 5 minutes on 2
+# idle cores): writes benchmarks/results/quick.json (each ratio beside its target), then
+# docs/benchmarks.md's table from it. With BENCH_ARGS=--check a regression fails before that.
+bench: $(STAMP)
+	$(PY) benchmarks/quick.py $(BENCH_ARGS)
+	$(PY) benchmarks/docs_table.py --write
 
 # Mutation testing: breaks one behaviour at a time (scripts/dev/mutations.py) in a scratch
 # copy and runs only the tests that should notice; prints killed/survived and the score.

@@ -281,12 +281,16 @@ class RayWorkerPool:
     def _note_ready(self) -> None:
         if self.first_ready_s is None:
             self.first_ready_s = time.monotonic() - self._created
+            where = (
+                f"local cluster started in {self.ray_start_s:.1f} s"
+                if self._started_ray
+                else "joined the running session"
+            )
             log.info(
-                "Ray start-up %.1f s: %s %.1f s, first worker ready after %.1f s (%d of %d "
-                "workers kept from an earlier run).",
+                "Ray start-up %.1f s: %s, first worker ready after %.1f s (%d of %d workers "
+                "kept from an earlier run).",
                 self.first_ready_s,
-                "local cluster started in" if self._started_ray else "joined a session in",
-                self.ray_start_s,
+                where,
                 self.first_ready_s,
                 self.kept_workers_taken,
                 self.size,
@@ -340,13 +344,14 @@ class RayWorkerPool:
         self.close()
 
 
-def _kind(worker_cls: type, args: tuple, cpus: int, env_vars: dict | None) -> bytes | None:
-    """What makes workers interchangeable: class, constructor arguments, CPUs, environment
-    (None if the arguments cannot be pickled: such workers are not kept)."""
+def _kind(worker_cls: type, args: tuple, cpus: int, env_vars: dict | None) -> tuple | None:
+    """What makes workers interchangeable: the class itself, and the pickled constructor
+    arguments, CPUs and environment (None if they cannot be pickled: such workers are not
+    kept)."""
     from ray import cloudpickle
 
     try:
-        return cloudpickle.dumps((worker_cls, args, cpus, sorted((env_vars or {}).items())))
+        return worker_cls, cloudpickle.dumps((args, cpus, sorted((env_vars or {}).items())))
     except Exception:  # noqa: BLE001 - any pickling failure only means "not kept"
         return None
 

@@ -102,7 +102,7 @@ def session_id() -> tuple[str, str]:
     return ctx.get_node_id(), ctx.get_job_id()
 
 
-def kept_for(key: bytes | None, n: int) -> list:
+def kept_for(key: tuple | None, n: int) -> list:
     """Up to `n` kept workers of kind `key`; every other kept worker is killed."""
     import ray
 
