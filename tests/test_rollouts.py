@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rl755.common import sharded_io
+from rl755.common import ray_pool, sharded_io
 from rl755.common.errors import BadInput, WorkerFailure
 from rl755.common.structs import Rollout
 from rl755.data_gen import collect, convert, corrupted, episodes, shards
@@ -325,6 +325,7 @@ def test_same_seed_gives_the_same_shard_bytes_in_this_process_and_on_ray(ray_clu
                                    out_dir=str(tmp_path / "ray"), **kw)  # fmt: skip
     assert (here["ray"], ray["ray"]) == (False, True)
     assert ray["ray_start_s"] == 0.0 and ray["workers_ready_s"] > 0  # joined the session
+    assert len(ray_pool.KEPT["actors"]) == 2  # its workers stay up for the next run
 
     def contents(summary):
         return {os.path.basename(f): open(f, "rb").read() for f in summary["files"]}
