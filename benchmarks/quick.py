@@ -23,11 +23,14 @@ Not in the quick set: the files of `NOT_QUICK`, each with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,25 +92,38 @@ def cpu_name() -> str:
     return f"{name}, {os.cpu_count()} cores"
 
 
-def run_one(name: str, timeout: float) -> list[dict]:
-    """Runs one quick benchmark; its result rows (an "error" row if it failed)."""
+def run_one(name: str, timeout: float, log_dir: str) -> list[dict]:
+    """Runs one quick benchmark (its output in `<log_dir>/<name>.log`); its result rows (an
+    "error" row if it failed). Processes it leaves behind (Ray's) are ended with it."""
     argv = [sys.executable, os.path.join(HERE, f"{name}.py"), *QUICK[name]]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    os.makedirs(log_dir, exist_ok=True)
+    log_path = os.path.join(log_dir, f"{name}.log")
     start = time.monotonic()
-    try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env
-        )
-        out, err, code = proc.stdout, proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as e:
-        out, err, code = e.stdout or "", f"timed out after {timeout:g} s", -1
-        out = out.decode() if isinstance(out, bytes) else out
+    # A file, not a pipe: daemons a benchmark starts (Ray's) may hold a pipe open long after.
+    with open(log_path, "w+") as log:
+        proc = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            code = proc.wait(timeout=timeout)
+            problem = ""
+        except subprocess.TimeoutExpired:
+            code, problem = -1, f"timed out after {timeout:g} s"
+        finally:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.seek(0)
+        out = log.read()
     seconds = round(time.monotonic() - start, 1)
     rows = parse(out)
     if code != 0 or not rows:
-        tail = (err or "").strip().splitlines()[-1:] or ["no result line printed"]
-        return [{"key": name, "error": f"exit {code}: {tail[0][:300]}", "command": command(name),
-                 "seconds": seconds}]  # fmt: skip
+        tail = [line for line in out.strip().splitlines() if line.strip()][-1:]
+        problem = problem or (tail[0][:300] if tail else "no result line printed")
+        return [{"key": name, "error": f"exit {code}: {problem} (log: {log_path})",
+                 "command": command(name), "seconds": seconds}]  # fmt: skip
     for row in rows:
         row.update(benchmark=name, command=command(name), seconds=seconds)
     return rows
@@ -138,14 +154,14 @@ def met(row: dict) -> bool | None:
     return ratio >= target if row["better"] == "higher" else ratio <= target
 
 
-def run_all(names: list[str], timeout: float) -> dict:
+def run_all(names: list[str], timeout: float, log_dir: str) -> dict:
     """Runs the named quick benchmarks; the JSON table (see the module docstring)."""
     started = time.monotonic()
     load_before = os.getloadavg()[0]
     rows = []
     for name in names:
         print(f"== {command(name)}", flush=True)
-        got = run_one(name, timeout)
+        got = run_one(name, timeout, log_dir)
         for row in got:
             print(f"   {_line(row)}", flush=True)
         rows += got
@@ -180,6 +196,9 @@ def main(argv: list[str]) -> int:
         "--check_only", action="store_true", help="Judge the existing --out; run nothing."
     )
     parser.add_argument("--timeout", type=float, default=1800.0, help="Seconds per benchmark.")
+    parser.add_argument(
+        "--log_dir", default=None, help="Each benchmark's output (default: a new temporary dir)."
+    )
     args = parser.parse_args(argv)
     import json
 
@@ -196,7 +215,9 @@ def main(argv: list[str]) -> int:
         if unknown:
             print(f"--only: unknown benchmarks {unknown}; valid: {', '.join(QUICK)}.")
             return 2
-        table = run_all(names, args.timeout)
+        log_dir = args.log_dir or tempfile.mkdtemp(prefix="rl755-bench-")
+        print(f"benchmark outputs: {log_dir}/<name>.log", flush=True)
+        table = run_all(names, args.timeout, log_dir)
         from rl755.common.sharded_io import write_json_atomic
 
         write_json_atomic(args.out, table)

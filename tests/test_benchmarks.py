@@ -4,6 +4,7 @@ docs/benchmarks.md's table made from benchmarks/results/quick.json."""
 import json
 import os
 import sys
+import time
 
 import pytest
 
@@ -113,3 +114,36 @@ def test_docs_table_write_and_check(tmp_path, capsys):
     assert "| x | failed: exit 1: boom | - | - | - | `python x` |" in text
     page.write_text("# no markers\n")
     assert docs_table.main(args) == 2
+
+
+def test_run_one_reads_results_and_failures_and_ends_what_a_benchmark_leaves(tmp_path, monkeypatch):
+    """A daemon a benchmark starts (as Ray does) outlives it holding its output open: the
+    runner neither waits for it nor leaves it running."""
+    marker = tmp_path / "daemon_pid"
+    bench_dir = os.path.join(REPO, "benchmarks")
+    (tmp_path / "good.py").write_text(
+        "import subprocess, sys\n"
+        f"sys.path.insert(0, {bench_dir!r})\n"
+        "from bench_result import report\n"
+        "p = subprocess.Popen(['sleep', '600'])\n"
+        f"open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "report('good/x', 'm', 2.0, 'r', 4.0, ratio=0.5, target=0.9)\n"
+    )
+    (tmp_path / "bad.py").write_text("import sys\nprint('it broke')\nsys.exit(3)\n")
+    monkeypatch.setattr(quick, "HERE", str(tmp_path))
+    monkeypatch.setitem(quick.QUICK, "good", [])
+    monkeypatch.setitem(quick.QUICK, "bad", ["--x=1"])
+    rows = quick.run_one("good", timeout=60, log_dir=str(tmp_path / "logs"))
+    assert rows[0]["seconds"] < 30
+    assert [(r["key"], r["ratio"], r["command"]) for r in rows] == [
+        ("good/x", 0.5, "python benchmarks/good.py")
+    ]
+    pid = int(marker.read_text())
+    time.sleep(0.5)
+    try:  # killed: gone, or a zombie not yet reaped
+        assert open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    except FileNotFoundError:
+        pass
+    bad = quick.run_one("bad", timeout=60, log_dir=str(tmp_path / "logs"))
+    assert bad[0]["key"] == "bad" and bad[0]["error"].startswith("exit 3: it broke (log: ")
+    assert bad[0]["command"] == "python benchmarks/bad.py --x=1"
