@@ -4,6 +4,7 @@
     python benchmarks/quick.py --check               # ... and exits 1 on a regression (CI)
     python benchmarks/quick.py --check_only          # judges the existing JSON, runs nothing
     python benchmarks/quick.py --only=rollout_throughput,acting_cost
+    python benchmarks/quick.py --only=acting_cost --update   # rerun one, keep the other rows
 
 Each benchmark runs as its own process (`QUICK` below: the command) and prints one
 `bench_result` line per result. The JSON (`--out`, written whole then renamed into place)
@@ -197,6 +198,11 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--timeout", type=float, default=1800.0, help="Seconds per benchmark.")
     parser.add_argument(
+        "--update",
+        action="store_true",
+        help="Keep the rows of the benchmarks not run from the existing --out.",
+    )
+    parser.add_argument(
         "--log_dir", default=None, help="Each benchmark's output (default: a new temporary dir)."
     )
     args = parser.parse_args(argv)
@@ -218,6 +224,13 @@ def main(argv: list[str]) -> int:
         log_dir = args.log_dir or tempfile.mkdtemp(prefix="rl755-bench-")
         print(f"benchmark outputs: {log_dir}/<name>.log", flush=True)
         table = run_all(names, args.timeout, log_dir)
+        if args.update and os.path.exists(args.out):
+            with open(args.out) as f:
+                kept = [
+                    r for r in json.load(f)["rows"] if r.get("benchmark", r["key"]) not in names
+                ]
+            table["rows"] = kept + table["rows"]
+            table["rows"].sort(key=lambda r: list(QUICK).index(r.get("benchmark", r["key"])))
         from rl755.common.sharded_io import write_json_atomic
 
         write_json_atomic(args.out, table)

@@ -9,7 +9,7 @@ Each repeat runs, one after the other on the same cores:
   tool  `rl755.data_gen.collect.collect_rollouts(out_format="tfrecord")`: Ray workers, the
         policy, Rollout -> SequenceExample, compression, atomic shard writes, run record,
         measured until the last shard is renamed into place.
-It prints frames/s of both, their ratio (target >= 0.9 on 2 cores) and bytes on disk per
+It prints frames/s of both, their ratio (target >= 0.9 on 2 cores; `TARGETS`) and bytes on disk per
 frame (target <= 1.1 kB per 96x96x3 frame with GZIP), per repeat and the median, plus the
 CPU time per frame of each (the tool's: its Ray workers' tasks, and this driver process), whose
 ratio is less disturbed than wall-clock time when other jobs share the cores.
@@ -53,6 +53,10 @@ flags.DEFINE_integer("parallelism", 2, "Processes (raw) and Ray workers (tool)."
 flags.DEFINE_integer("repeats", 3, "Repeats; the median is reported.")
 flags.DEFINE_enum("compression", "GZIP", ["none", "GZIP", "ZLIB"], "Shard compression.")
 flags.DEFINE_integer("rollouts_per_shard", None, "Rollouts per shard (default: the tool's).")
+
+# Ratio targets by environment. ViZDoom's step costs this process about what compressing its
+# frame costs (the game runs in a process of its own), so it has none yet.
+TARGETS = {"CAR_RACING": 0.9, "BREAKOUT": 0.9}
 
 _ENV = {}
 
@@ -174,7 +178,8 @@ def _summarize(environment: str, rows: list[tuple]) -> None:
     cpu_ratio = med[4] / (med[5] + med[6])
     print(
         f"{environment} median: raw {med[0]:.1f} frames/s, tool {med[1]:.1f} frames/s, "
-        f"ratio {med[2]:.3f} (target >= 0.9), {med[3]:.3f} kB/frame on disk"
+        f"ratio {med[2]:.3f} (target {TARGETS.get(environment) or 'none'}), {med[3]:.3f} "
+        "kB/frame on disk"
     )
     print(
         f"{environment} median CPU per frame: raw {med[4]:.2f} ms, tool workers "
@@ -183,7 +188,8 @@ def _summarize(environment: str, rows: list[tuple]) -> None:
     )
     report(
         f"rollout_throughput/{environment}", "collection frames/s through shards", med[1],
-        "raw env.step frames/s", med[0], ratio=med[2], target=0.9, cpu_ratio=cpu_ratio,
+        "raw env.step frames/s", med[0], ratio=med[2], target=TARGETS.get(environment),
+        cpu_ratio=cpu_ratio,
         raw_cpu_ms=med[4], worker_cpu_ms=med[5], driver_cpu_ms=med[6], kb_per_frame=med[3],
     )  # fmt: skip
 

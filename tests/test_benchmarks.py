@@ -147,3 +147,28 @@ def test_run_one_reads_results_and_failures_and_ends_what_a_benchmark_leaves(tmp
     bad = quick.run_one("bad", timeout=60, log_dir=str(tmp_path / "logs"))
     assert bad[0]["key"] == "bad" and bad[0]["error"].startswith("exit 3: it broke (log: ")
     assert bad[0]["command"] == "python benchmarks/bad.py --x=1"
+
+
+def test_update_reruns_some_and_keeps_the_other_rows(tmp_path, monkeypatch):
+    def row(name, ratio):
+        return dict(_row(f"{name}/x", ratio, 1.0), benchmark=name)
+
+    out = tmp_path / "q.json"
+    old = {"date": "d0", "cpu": "c", "load_average": [1, 1], "seconds": 9, "rows": [
+        row("rollout_throughput", 0.9), row("acting_cost", 5.0)]}  # fmt: skip
+    out.write_text(json.dumps(old))
+    new = dict(old, date="d1", rows=[row("acting_cost", 6.0)])
+    monkeypatch.setattr(
+        quick, "run_all", lambda names, timeout, log_dir: json.loads(json.dumps(new))
+    )
+    assert (
+        quick.main(["--only=acting_cost", "--update", f"--out={out}", f"--log_dir={tmp_path}"]) == 0
+    )
+    table = json.loads(out.read_text())
+    assert table["date"] == "d1"
+    assert [(r["key"], r["ratio"]) for r in table["rows"]] == [
+        ("rollout_throughput/x", 0.9),
+        ("acting_cost/x", 6.0),
+    ]
+    assert quick.main(["--only=acting_cost", f"--out={out}", f"--log_dir={tmp_path}"]) == 0
+    assert [r["key"] for r in json.loads(out.read_text())["rows"]] == ["acting_cost/x"]
