@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -168,8 +169,6 @@ def runs_on_ray(
     """Whether a run of `tasks` (those still to do) goes to Ray when the caller leaves it open:
     with `ray_address`, or in a connected Ray session, when it can use 2 workers; otherwise
     only when it is larger than `SMALL_RUN_FRAMES` too."""
-    import sys
-
     if ray_address:
         return True
     if parallelism == 1 or len(tasks) <= 1:
