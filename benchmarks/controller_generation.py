@@ -102,7 +102,9 @@ def main(argv):
             f"{batch}: a partial batch would be timed as a full one's share. Use "
             f"{max(batch, n_real // batch * batch)}."
         )
-    ray.init(num_cpus=w, include_dashboard=False, log_to_driver=False)
+    from rl755.common.ray_pool import start_ray
+
+    start_ray(w)  # retries a local start that timed out on a loaded machine
     raw_task = ray.remote(num_cpus=0)(_raw_episodes)
 
     agent = spec.build()
