@@ -48,9 +48,9 @@ def ray_cluster():
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # 4 logical CPUs: the shared pool holds 2, the pools of the last test need 1 more.
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    with ray_pool.ray_session(4):  # retries a start that timed out on a loaded machine
+        assert ray.is_initialized()
+        yield
 
 
 @pytest.fixture(scope="module")
