@@ -25,16 +25,16 @@ def _num(x: float | None) -> str:
         return "-"
     if abs(x) >= 100:
         return f"{x:,.0f}"
-    return f"{x:.3g}" if abs(x) >= 1 else f"{x:.3f}"
+    return f"{x:#.3g}" if abs(x) >= 1 else f"{x:.3f}"
 
 
 def render(table: dict) -> str:
     """The Markdown block (markers included) for a quick.json table."""
     lines = [
         START,
-        f"Measured {table['date']} on {table['cpu']} (load average {table['load_average'][0]} "
-        f"before, {table['load_average'][1]} after; {table['seconds']:.0f} s in all) by "
-        "`make bench`.",
+        f"Measured {table['date']} on {table['cpu']} by `make bench` (load average "
+        f"{table['load_average'][0]} before its last run, {table['load_average'][1]} after; "
+        "the seconds of each benchmark's run are in the JSON).",
         "",
         "| result | metric | reference | ratio | target | command |",
         "|---|---|---|---|---|---|",

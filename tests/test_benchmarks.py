@@ -103,14 +103,14 @@ def test_docs_table_write_and_check(tmp_path, capsys):
     text = page.read_text()
     assert text.startswith("# Title\n\n") and text.endswith("\n\nText.\n")
     assert (
-        "Measured 2026-01-02 on Some CPU, 2 cores (load average 1.5 before, 2.5 after; 300 s"
-        in text
+        "Measured 2026-01-02 on Some CPU, 2 cores by `make bench` (load average 1.5 before its "
+        "last run, 2.5 after;" in text
     )
     assert (
-        "| rollout_throughput/CAR_RACING | 1 m | 1 r | 0.950 | >= 0.9 (met) | `python rollout_throughput/CAR_RACING` |"
+        "| rollout_throughput/CAR_RACING | 1.00 m | 1.00 r | 0.950 | >= 0.9 (met) | `python rollout_throughput/CAR_RACING` |"
         in text
     )
-    assert "| retrieval_cost/1000w | 1 m | 1 r | 2.6 | <= 2 (**not met**) |" in text
+    assert "| retrieval_cost/1000w | 1.00 m | 1.00 r | 2.60 | <= 2 (**not met**) |" in text
     assert "| x | failed: exit 1: boom | - | - | - | `python x` |" in text
     page.write_text("# no markers\n")
     assert docs_table.main(args) == 2
