@@ -42,8 +42,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
-# Every benchmark in benchmarks/ at a quick setting, one after the other (about 5 minutes on 2
-# idle cores): writes benchmarks/results/quick.json (each ratio beside its target), then
+# Every benchmark in benchmarks/ at a quick setting, one after the other (sized for about 5
+# minutes on 2 idle cores; about 20 on 2 cores shared by other jobs at load 13-27): writes benchmarks/results/quick.json (each ratio beside its target), then
 # docs/benchmarks.md's table from it. With BENCH_ARGS=--check a regression fails before that.
 bench: $(STAMP)
 	$(PY) benchmarks/quick.py $(BENCH_ARGS)
