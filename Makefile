@@ -6,6 +6,7 @@
 #   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI)
 #   make docs      builds the documentation site into site/ (strict: a broken link fails)
 #   make docs-serve  serves it on http://127.0.0.1:8000 while you edit
+#   make bench     every benchmark at its quick setting (benchmarks/quick.py; docs/benchmarks.md)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -21,10 +22,12 @@ DEMO_DIR ?= runs/demo-seed$(SEED)
 endif
 PRESET ?= demo
 PYTEST_ARGS ?=
+# e.g. make bench BENCH_ARGS=--check (CI: exit 1 on a ratio below half its target)
+BENCH_ARGS ?=
 MUTATE_ARGS ?=
 NOTEBOOK_ARGS ?=
 
-.PHONY: demo test lint mutate notebook venv clean-venv docs docs-serve
+.PHONY: demo test lint mutate notebook venv clean-venv docs docs-serve bench
 
 venv: $(STAMP)
 
@@ -40,6 +43,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# Every benchmark in benchmarks/ at a quick setting, one after the other (sized for about 5
+# minutes on 2 idle cores; about 20 on 2 cores shared by other jobs at load 13-27): writes benchmarks/results/quick.json (each ratio beside its target), then
+# docs/benchmarks.md's table from it. With BENCH_ARGS=--check a regression fails before that.
+bench: $(STAMP)
+	$(PY) benchmarks/quick.py $(BENCH_ARGS)
+	$(PY) benchmarks/docs_table.py --write
 
 # Mutation testing: breaks one behaviour at a time (scripts/dev/mutations.py) in a scratch
 # copy and runs only the tests that should notice; prints killed/survived and the score.

@@ -26,21 +26,21 @@ seed makes the same rollouts.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
 import logging
 import os
+import time
 
 from rl755.common import config, determinism, sharded_io
 from rl755.common.errors import BadInput
-from rl755.common.results import Result
 from rl755.data_gen import shards
 from rl755.data_gen.episodes import random_base_seed, rollout_seed
 from rl755.data_gen.pickles import PICKLE_SUFFIX
 from rl755.data_gen.rollout_tasks import RolloutSink, RolloutTask, run_rollout_tasks
 from rl755.data_gen.sinks import PickleSink, TFRecordShardSink
+from rl755.data_gen.summary import CollectionSummary, timing_line  # noqa: F401
 from rl755.environments import Environments
 from rl755.policies import CONTROLLER, PolicyFn, resolve_policy
 
@@ -143,6 +143,7 @@ def collect_rollouts(
     random_action_prob: float = 0.0,
     deterministic: bool | None = None,
     policy_kwargs: dict | None = None,
+    use_ray: bool | None = None,
 ) -> CollectionSummary:
     """Collects exactly `num_rollouts` rollouts and writes them to `out_dir`.
 
@@ -156,9 +157,11 @@ def collect_rollouts(
         {"min_repeat": 20, "max_repeat": 200} for RepeatRandomPolicy; they are part of the
         rollouts' run tag, so other arguments are other rollouts.
       num_rollouts: rollouts to make, exactly this many (positive).
-      parallelism: rollouts at once (positive); 1 without `ray_address` runs in this
-        process, otherwise on Ray.
+      parallelism: rollouts at once (positive).
       max_steps: step limit per rollout (positive).
+      use_ray: run on `parallelism` Ray workers (True) or in this process (False); None:
+        `rl755.data_gen.rollout_tasks.runs_on_ray` decides (a small run, or parallelism 1,
+        stays in this process unless a Ray session is connected or `ray_address` is given).
       out_dir: default `default_out_dir(environment, out_format)`.
       out_format: "pickle" or "tfrecord".
       seed: base seed (rollout i uses `rollout_seed(seed, i)`); None draws a fresh one (logged
@@ -177,6 +180,7 @@ def collect_rollouts(
     Returns:
       A `CollectionSummary` (`summary.rollouts`, `summary.out_dir`, ...).
     """
+    start = time.monotonic()
     try:
         env_enum = Environments.from_name(environment)
     except ValueError as e:
@@ -228,6 +232,7 @@ def collect_rollouts(
     from rl755.common import run_record
 
     flags = dict(run_flags or {})
+    timings: dict = {}
     with run_record.record_run(out_dir, flags, stage="collect_rollouts") as record:
         record.data["resolved"] = {
             "seed": seed,
@@ -246,6 +251,8 @@ def collect_rollouts(
             max_retries=max_retries,
             progress=progress,
             rollout_timeout=rollout_timeout,
+            use_ray=use_ray,
+            timings=timings,
         )
     done = [r for r in results if r is not None]
     return CollectionSummary(
@@ -259,36 +266,11 @@ def collect_rollouts(
         frames=sum(r["frames"] for r in done),
         bytes=sum(r["bytes"] for r in done),
         cpu_seconds=sum(r.get("cpu_seconds", 0.0) for r in done),
+        seconds=time.monotonic() - start,
+        ray=timings.get("ray", False),
+        ray_start_s=timings.get("ray_start_s"),
+        workers_ready_s=timings.get("workers_ready_s"),
     )
-
-
-@dataclasses.dataclass(frozen=True)
-class CollectionSummary(Result):
-    """What `collect_rollouts` did.
-
-    Attributes:
-      out_dir: where the rollouts are.
-      seed: the base seed used (drawn when none was given).
-      tag: the run tag in every file name (seed and settings).
-      files: every output file of the run, made now or before.
-      written: files (tasks) written by this call.
-      skipped: files that existed already (a resumed run).
-      rollouts: rollouts in the files written by this call.
-      frames: frames in them.
-      bytes: bytes written.
-      cpu_seconds: CPU time of the tasks run by this call.
-    """
-
-    out_dir: str
-    seed: int
-    tag: str
-    files: list[str]
-    written: int
-    skipped: int
-    rollouts: int
-    frames: int
-    bytes: int
-    cpu_seconds: float
 
 
 def _check_flags(
