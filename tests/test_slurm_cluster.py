@@ -10,21 +10,25 @@ from rl755.common.errors import BadInput
 from rl755.slurm import chain_status, cluster, job_state, pending, site
 from rl755.slurm.sbatch import Resources
 
+# As real clusters print them: partitions restricted to accounts (AllowAccounts), nodes that
+# keep memory for the system (MemSpecLimit, subtracted from RealMemory) and typed GRES GPUs.
 PARTITIONS = (
-    "PartitionName=cpu AllowGroups=ALL Default=YES MaxNodes=UNLIMITED MaxTime=1-00:00:00 "
-    "MaxCPUsPerNode=UNLIMITED MaxMemPerNode=UNLIMITED State=UP TotalCPUs=96\n"
-    "PartitionName=gpu Default=NO MaxNodes=2 MaxTime=2-00:00:00 MaxCPUsPerNode=16 "
-    "MaxMemPerNode=65536 State=UP\n"
+    "PartitionName=cpu AllowGroups=ALL AllowAccounts=lab,other AllowQos=ALL Default=YES "
+    "MaxNodes=UNLIMITED MaxTime=1-00:00:00 MaxCPUsPerNode=UNLIMITED MaxMemPerNode=UNLIMITED "
+    "State=UP TotalCPUs=96\n"
+    "PartitionName=gpu AllowAccounts=lab Default=NO MaxNodes=2 MaxTime=2-00:00:00 "
+    "MaxCPUsPerNode=16 MaxMemPerNode=65536 State=UP\n"
     "PartitionName=empty Default=NO MaxTime=UNLIMITED State=DOWN\n"
 )
 NODES = (
-    "NodeName=c01 Arch=x86_64 CPUTot=48 CPUEfctv=48 RealMemory=191000 Gres=(null) "
-    "State=IDLE Partitions=cpu\n"
-    "NodeName=c02 CPUTot=48 RealMemory=95000 Gres=(null) State=MIXED Partitions=cpu\n"
-    "NodeName=g01 CPUTot=32 RealMemory=250000 Gres=gpu:v100:4(S:0-1) State=IDLE "
-    "Partitions=gpu\n"
-    "NodeName=g02 CPUTot=32 RealMemory=250000 Gres=gpu:a100:2,gpu:v100:1 State=IDLE "
-    "Partitions=gpu,cpu\n"
+    "NodeName=c01 Arch=x86_64 CPUTot=48 CPUEfctv=48 RealMemory=195000 MemSpecLimit=4000 "
+    "Gres=(null) State=IDLE Partitions=cpu\n"
+    "NodeName=c02 CPUTot=48 RealMemory=97048 MemSpecLimit=2048 Gres=(null) State=MIXED "
+    "Partitions=cpu\n"
+    "NodeName=g01 CPUTot=32 RealMemory=258192 MemSpecLimit=8192 Gres=gpu:v100:4(S:0-1) "
+    "State=IDLE Partitions=gpu\n"
+    "NodeName=g02 CPUTot=32 RealMemory=258192 MemSpecLimit=8192 Gres=gpu:a100:2,gpu:v100:1 "
+    "State=IDLE Partitions=gpu,cpu\n"
 )
 
 
@@ -60,6 +64,8 @@ def test_partitions_and_nodes_are_read(fake_cluster):
     assert (cpu.name, cpu.default, cpu.max_time_min) == ("cpu", True, 1440)
     assert [n.name for n in cpu.nodes] == ["c01", "c02", "g02"]
     assert [n.gpus for n in gpu.nodes] == [4, 3]
+    # what jobs may use: RealMemory less MemSpecLimit
+    assert [n.mem_mb for n in cpu.nodes] == [191000, 95000, 250000]
     assert (gpu.max_nodes, gpu.max_cpus_per_node, gpu.max_mem_per_node_mb) == (2, 16, 65536)
     assert fake_cluster.get(None) is cpu and fake_cluster.get("nope") is None
     assert "cpu (default, up): 3 nodes; per node up to 48 CPUs, 244.1G memory, 3 GPUs" in (
@@ -89,6 +95,8 @@ def test_partitions_and_nodes_are_read(fake_cluster):
         (Resources(mem="0"), None),  # --mem=0: all of a node's memory
         (Resources(partition="gpu,cpu", cpus=40), None),  # one of the list fits
         (Resources(partition="gpu,cpu", cpus=64), "(largest node: 48) per node in partition cpu"),
+        # below g02's RealMemory, above what its MemSpecLimit leaves to jobs
+        (Resources(mem="252000M"), "asks for 252000M memory (largest node: 244.1G) per node"),
     ],
 )
 def test_requests_beyond_the_cluster_are_named(fake_cluster, request_, expected):
@@ -191,6 +199,7 @@ def test_cluster_config_file(tmp_path, monkeypatch):
                     "partition": "general",
                     "gpu_partition": "volta-gpu",
                     "gpu_qos": "gpu_access",
+                    "account": "lab",
                     "stages": {"train_controller": {"mem": "64G", "cpus": "32"}},
                 },
             }
@@ -203,6 +212,11 @@ def test_cluster_config_file(tmp_path, monkeypatch):
     assert (gpu.partition, gpu.qos) == ("volta-gpu", "gpu_access")
     cpu = site.place(Resources())
     assert (cpu.partition, cpu.qos) == ("general", None)
+    # the file's account charges every job, CPU or GPU, unless a flag or the request names one
+    assert (gpu.account, cpu.account) == ("lab", "lab")
+    assert "--account=lab" in cpu.sbatch_options()
+    assert site.place(Resources(), account="mine").account == "mine"
+    assert site.place(Resources(account="own"), account="mine").account == "own"
     # flags beat the file; an explicit partition beats both
     assert site.place(Resources(gpus=1), gpu_partition="a100").partition == "a100"
     assert site.place(Resources(), partition="short").partition == "short"
