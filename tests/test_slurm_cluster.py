@@ -75,6 +75,10 @@ def test_units_at_their_edges():
         "1.5G",
     ]
     assert cluster.format_minutes(2 * 1440 + 3 * 60 + 7) == "2-03:07:00"
+    assert (
+        cluster.format_minutes(1440 + 60) == "1-01:00:00"
+        and cluster.format_minutes(60) == "1:00:00"
+    )
     assert cluster.format_minutes(61) == "1:01:00" and cluster.format_minutes(59) == "0:59:00"
 
 
