@@ -7,8 +7,9 @@ Generated mutants (mutmut 3), one package at a time (make mutate PACKAGE=rl755/z
 copies the checkout to a scratch directory, has mutmut generate every mutant of the package's
 files (operators, constants, arguments, returns...), collect which of the package's tests
 (PACKAGE_TESTS) call each function, and run only those per mutant. Prints the score per file
-and package (killed / (killed + survived); timeouts count as killed, as mutmut counts them)
-and every survivor with `mutmut show` (run in the scratch copy, which --keep keeps).
+and package: killed / (killed + survived + no tests), a timeout counting as killed and a
+mutant in a function no selected test calls as a survivor, and the first survivors' changes
+(`--show`; the scratch copy, which --keep keeps, has them all: mutmut results / show).
 
 The curated list, one behaviour per entry:
 
@@ -34,6 +35,7 @@ exit status 0 when every mutation was killed, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import importlib.util
 import json
@@ -259,26 +261,31 @@ def read_mutmut_results(copy: str, package: str) -> dict[str, dict[str, str]]:
 
 
 def score_table(results: dict[str, dict[str, str]]) -> tuple[str, int, int]:
-    """(markdown table per file and total, killed, decided) of `read_mutmut_results`."""
+    """(markdown table per file, killed, tested) of `read_mutmut_results`. A mutant in a
+    function no selected test calls ("no tests") counts as a survivor; one left unrun by the
+    time limit ("not checked") counts neither way."""
     rows = [
-        "| file | mutants | killed | survived | not run / no tests | score |",
-        "|---|---|---|---|---|---|",
+        "| file | mutants | killed | survived | no tests | not run | score |",
+        "|---|---|---|---|---|---|---|",
     ]
-    total_killed = total_decided = 0
+    total_killed = total_tested = 0
     for path, verdicts in sorted(results.items()):
-        killed = sum(v in KILLED for v in verdicts.values())
-        survived = sum(v == "survived" for v in verdicts.values())
-        other = len(verdicts) - killed - survived
-        decided = killed + survived
-        total_killed, total_decided = total_killed + killed, total_decided + decided
-        score = f"{100 * killed / decided:.0f}%" if decided else "-"
-        rows.append(f"| {path} | {len(verdicts)} | {killed} | {survived} | {other} | {score} |")
-    return "\n".join(rows), total_killed, total_decided
+        count = collections.Counter(verdicts.values())
+        killed = sum(count[v] for v in KILLED)
+        survived, untested = count["survived"], count["no tests"]
+        tested = killed + survived + untested
+        not_run = len(verdicts) - tested
+        total_killed, total_tested = total_killed + killed, total_tested + tested
+        score = f"{100 * killed / tested:.0f}%" if tested else "-"
+        rows.append(
+            f"| {path} | {len(verdicts)} | {killed} | {survived} | {untested} | {not_run} | {score} |"
+        )
+    return "\n".join(rows), total_killed, total_tested
 
 
-def run_generated(package: str, time_limit: float, jobs: int, keep: bool) -> int:
+def run_generated(package: str, time_limit: float, jobs: int, keep: bool, show: int = 30) -> int:
     """mutmut over `package` in a scratch copy for at most `time_limit` seconds; prints the
-    scores and the survivors; 0 if at least 80% of the decided mutants were killed."""
+    scores and the survivors; 0 if at least 80% of the tested mutants were killed."""
     package = package.rstrip("/")
     if not os.path.isdir(os.path.join(REPO, package)) or not package.startswith("rl755"):
         print(f"--package={package}: not a package directory of rl755/ (e.g. rl755/zoo)",
@@ -301,22 +308,20 @@ def run_generated(package: str, time_limit: float, jobs: int, keep: bool) -> int
         except subprocess.TimeoutExpired:
             stopped = f" (stopped at the {time_limit:.0f} s limit: the rest is not run)"
         results = read_mutmut_results(copy, package)
-        table, killed, decided = score_table(results)
+        table, killed, tested = score_table(results)
         print(f"{package}: generated mutants, tests {' '.join(tests)}; "
               f"{time.monotonic() - t0:.0f} s{stopped}\n\n{table}\n")  # fmt: skip
-        score = 100 * killed / decided if decided else 0.0
-        print(f"score {package}: {killed}/{decided} killed ({score:.0f}%)")
-        for _, verdicts in sorted(results.items()):
-            for name, v in sorted(verdicts.items()):
-                if v == "survived":
-                    shown = subprocess.run(
-                        [mutmut, "show", name], cwd=copy, env=env, capture_output=True, text=True
-                    ).stdout
-                    diff = [
-                        x for x in shown.splitlines() if x[:1] in "+-" and x[:3] not in "+++---"
-                    ]
-                    print(f"  survived {name}: {' | '.join(diff)[:300]}")
-        return 0 if decided and score >= 80 else 1
+        score = 100 * killed / tested if tested else 0.0
+        print(f"score {package}: {killed}/{tested} killed ({score:.0f}%)")
+        survivors = [n for v in results.values() for n, x in sorted(v.items()) if x == "survived"]
+        print(f"{len(survivors)} survivors; the first {min(len(survivors), show)} (--show):")
+        for name in survivors[:show]:
+            shown = subprocess.run(
+                [mutmut, "show", name], cwd=copy, env=env, capture_output=True, text=True
+            ).stdout
+            diff = [x for x in shown.splitlines() if x[:1] in "+-" and x[:3] not in "+++---"]
+            print(f"  survived {name}: {' | '.join(diff)[:300]}")
+        return 0 if tested and score >= 80 else 1
     finally:
         if keep:
             print(f"scratch copy kept: {copy} (cd there; mutmut results / mutmut show NAME)")
@@ -329,6 +334,7 @@ def main(argv=None) -> int:
     parser.add_argument("--package", default="", help="generated mutants of this package")
     parser.add_argument("--time_limit", type=float, default=3600.0, help="--package: seconds")
     parser.add_argument("--keep", action="store_true", help="--package: keep the scratch copy")
+    parser.add_argument("--show", type=int, default=30, help="--package: survivors shown")
     parser.add_argument("--only", default="", help="comma-separated mutation names")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--baseline", action="store_true", help="check the tests pass first")
@@ -338,7 +344,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     if args.package:
-        return run_generated(args.package, args.time_limit, max(1, args.jobs), args.keep)
+        return run_generated(args.package, args.time_limit, max(1, args.jobs), args.keep, args.show)
 
     mutations = load_mutations()
     if args.only:
