@@ -3,10 +3,12 @@
 #               about 15 minutes); make demo SEED=2 runs it with another seed (runs/demo-seed2)
 #   make test   runs the test suite (TEST_WORKERS=2 processes, pytest-xdist)
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
-#   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI)
 #   make docs      builds the documentation site into site/ (strict: a broken link fails)
 #   make docs-serve  serves it on http://127.0.0.1:8000 while you edit
 #   make bench     every benchmark at its quick setting (benchmarks/quick.py; docs/benchmarks.md)
+#   make mutate PACKAGE=rl755/zoo  generated mutants (mutmut) of one package, score per file;
+#               make mutate  the curated list (scripts/dev/mutations.py); neither is part of CI
+#               (docs/development.md gives their times)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -25,6 +27,7 @@ PYTEST_ARGS ?=
 # e.g. make bench BENCH_ARGS=--check (CI: exit 1 on a ratio below half its target)
 BENCH_ARGS ?=
 MUTATE_ARGS ?=
+PACKAGE ?=
 NOTEBOOK_ARGS ?=
 
 .PHONY: demo test lint mutate notebook venv clean-venv docs docs-serve bench
@@ -51,11 +54,13 @@ bench: $(STAMP)
 	$(PY) benchmarks/quick.py $(BENCH_ARGS)
 	$(PY) benchmarks/docs_table.py --write
 
-# Mutation testing: breaks one behaviour at a time (scripts/dev/mutations.py) in a scratch
-# copy and runs only the tests that should notice; prints killed/survived and the score.
-# e.g. make mutate MUTATE_ARGS=--only=saved_controller_worst_eval
+# Mutation testing in a scratch copy. With PACKAGE: every mutant mutmut generates for that
+# package, each run against the package's tests that call the mutated function; prints the
+# score per file and the survivors (e.g. make mutate PACKAGE=rl755/slurm
+# MUTATE_ARGS=--time_limit=1800). Without: the curated list (scripts/dev/mutations.py), one
+# documented behaviour broken at a time (e.g. MUTATE_ARGS=--only=saved_controller_worst_eval).
 mutate: $(STAMP)
-	$(PY) scripts/dev/mutate.py $(MUTATE_ARGS)
+	$(PY) scripts/dev/mutate.py $(if $(PACKAGE),--package=$(PACKAGE)) $(MUTATE_ARGS)
 
 # e.g. make notebook NOTEBOOK_ARGS="--no-browser --ip=0.0.0.0" on a remote machine; as root
 # (containers) Jupyter needs --allow-root, passed then

@@ -66,6 +66,38 @@ def test_check_shard_finds_every_truncation_tensorflow_fails_on(tmp_path, compre
     assert shard_checks.check_shard(path) is None  # an empty shard holds no rollouts: valid
 
 
+@pytest.mark.parametrize("record", [0, 1])
+def test_a_broken_record_header_crc_in_an_uncompressed_shard_is_found(
+    tmp_path, monkeypatch, record
+):
+    """The length is intact, its CRC is not: found by the walk (no TensorFlow read), and the
+    stage stops before loading its encoder, naming the file and writing nothing."""
+    from rl755.data_gen import encode
+
+    path = _shard(tmp_path / "raw", "")
+    data = bytearray(open(path, "rb").read())
+    start = 0
+    for _ in range(record):  # the header of record `record`: skip the ones before it
+        start += 12 + int.from_bytes(data[start : start + 8], "little") + 4
+    data[start + 9] ^= 0x01  # a bit of the length's masked CRC32C
+    open(path, "wb").write(bytes(data))
+    assert shard_checks.check_shard(path) == f"record {record + 1} has a broken length header"
+    with pytest.raises(BadInput, match=re.escape(path) + ".*broken length header"):
+        shard_checks.check_shards([path], pattern(tmp_path / "raw"))
+
+    def no_compute(*args):
+        raise AssertionError("the encoder was loaded for a broken shard")
+
+    monkeypatch.setattr(encode, "load_encoder_for_encoding", no_compute)
+    out = tmp_path / "encoded"
+    with pytest.raises(BadInput, match=re.escape(path) + ".*broken length header"):
+        encode.encode_raw_rollouts(
+            "FAKE_PIXELS", "raw_rollout_vae_4ld", "train", str(out), "encoded", 1,
+            rollouts_pattern=pattern(tmp_path / "raw"),
+        )  # fmt: skip
+    assert not out.exists()
+
+
 def test_check_shards_names_every_bad_file_and_the_finder(tmp_path):
     write_raw_rollouts(tmp_path, "train", num_files=3, per_file=1, compression="GZIP")
     files = sharded_io.list_shards(str(tmp_path / "*.tfrecord-*"))

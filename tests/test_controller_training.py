@@ -105,6 +105,15 @@ def test_rerun_resumes_generation_count_and_cma_state_exactly(tmp_path):
             getattr(resumed["es"].sm, name), getattr(whole["es"].sm, name)
         )
     np.testing.assert_array_equal(resumed["es"].pc, whole["es"].pc)
+    # The best-so-far survives the resume: the whole run's best is generation 2's (16.46), and
+    # generations 3-4 score less, so a resume that forgot it would save generation 4's.
+    assert [h["best"] for h in whole["history"]][1] == max(h["best"] for h in whole["history"])
+    assert resumed["best_fitness"] == whole["best_fitness"]
+    np.testing.assert_array_equal(resumed["best_params"], whole["best_params"])
+    kept = saved.load_trained_controller(str(tmp_path / "split"))
+    reference = saved.load_trained_controller(str(tmp_path / "whole"))
+    assert kept.meta == reference.meta and kept.meta["generation"] == 2
+    np.testing.assert_array_equal(kept.params, reference.params)
 
 
 def test_generations_do_not_depend_on_numpy_global_random_state(tmp_path, monkeypatch):

@@ -252,3 +252,40 @@ def test_dream_gap_plays_the_controllers_ensemble_unless_told_otherwise(tmp_path
     monkeypatch.setattr(resolve, "SequentialModelFromDir", lambda d: no_reward[d])
     with pytest.raises(ValueError, match="reward head; dir:/m/headless has none"):
         gap(dream_ensemble_dirs=("/m/headless",))
+
+
+def test_dream_gap_dreams_at_the_controllers_saved_temperature(tmp_path, monkeypatch):
+    """A controller trained in a dream at temperature 1.15 is scored at 1.15 (its
+    controller.json), not 1.0; --temperature overrides it."""
+    from rl755.controller import dream_gap as dream_gap_lib
+
+    monkeypatch.setattr(resolve, "SequentialModelFromDir", lambda d: FakeDynamicsModel)
+    monkeypatch.setattr(resolve, "EncoderFromDir", lambda *a: FakeLatentEncoder)
+    spec = AgentSpec(
+        ENV.name,
+        "LinearController",
+        encoder_fn=FakeLatentEncoder,
+        sequential_model_fn=FakeDynamicsModel,
+        encoder_name="dir:fake:2:/m/encoder",
+        sequential_model_name="dir:/m/exact",
+    )
+    cfg = CmaConfig(
+        mode="dream", population_size=4, trials_per_member=1, generations=1, sigma=0.5, seed=3,
+        rollout_max_steps=8, dream_initial_states=2, temperature=1.15,
+    )  # fmt: skip
+    d = str(tmp_path / "c")
+    run_cma_es(spec, d, cfg)
+    used = []
+    measure = dream_gap_lib.measure_dream_gap
+
+    def spy(spec, params, temperature, **kw):
+        used.append(temperature)
+        return measure(spec, params, temperature=temperature, **kw)
+
+    monkeypatch.setattr(dream_gap_lib, "measure_dream_gap", spy)
+    kw = dict(environment=ENV.name, controller_dir=d, num_episodes=2, seed=7, max_steps=8)
+    own = dream_gap_lib.dream_gap(out_dir=str(tmp_path / "gap"), **kw)
+    told = dream_gap_lib.dream_gap(out_dir=str(tmp_path / "told"), temperature=1.0, **kw)
+    assert used == [1.15, 1.0]
+    assert own["temperature"] == 1.15 and told["temperature"] == 1.0
+    assert json.loads((tmp_path / "gap" / "dream_gap.json").read_text())["temperature"] == 1.15

@@ -130,6 +130,21 @@ def test_rerun_resumes_and_refuses_another_encoder(tmp_path, raw, saved_vae):
             "FAKE_PIXELS", "vae.Vae", "train", str(out), "encoded", model_dir=str(tmp_path / "other"),
             **kw,
         )  # fmt: skip
+    # So is another encoder of the same Z (other weights): its shards would mix with these
+    # under one dataset_info.json. The refusal names the encoder and leaves the shards as they were.
+    save_untrained_vae(tmp_path / "same_z", representation_size=4, seed=11)
+    before = {f: os.path.getmtime(f) for f in _read_all(out)[0]}
+    os.remove(first["written"][2])  # a shard to write: the refusal comes before it
+    with pytest.raises(ValueError, match="describes different data.*'encoder'.*same_z"):
+        encode.encode_raw_rollouts(
+            "FAKE_PIXELS", "vae.Vae", "train", str(out), "encoded", model_dir=str(tmp_path / "same_z"),
+            **kw,
+        )  # fmt: skip
+    assert not os.path.exists(first["written"][2])
+    assert {f: os.path.getmtime(f) for f in _read_all(out)[0]} == {
+        f: t for f, t in before.items() if f != first["written"][2]
+    }
+    assert "same_z" not in sharded_io.read_dataset_info(str(out))["encoder"]["checkpoint"]
     with pytest.raises(LookupError, match="raw_rollout_vae_4ld"):
         encode.encode_raw_rollouts("FAKE_PIXELS", "nope", "train", str(out), "encoded", **kw)
     with pytest.raises(ValueError, match="outer_shard_index"):

@@ -71,6 +71,10 @@ def test_partitions_follow_gpus():
     assert _res("train_encoder", gpu_partition="a100", site=site).partition == "a100"
     assert _res("evaluate", {"partition": ["evaluate=big"]}, site=site).partition == "big"
     assert _res("report", account="lab").account == "lab"
+    # the account of the config file charges every stage; --account beats it
+    on_file = {**site, "account": "lab"}
+    assert {_res(s, site=on_file).account for s in ("train_encoder", "evaluate")} == {"lab"}
+    assert _res("evaluate", site=on_file, account="mine").account == "mine"
     assert _res("evaluate").partition is None  # the cluster's default partition
 
 

@@ -345,6 +345,31 @@ def test_reshipping_replaces_the_copy(trained, shipped_root):
     assert os.listdir(shipped_root / "fake") == [ENCODER]
 
 
+def test_reshipping_counts_the_old_copy_once_against_the_limit(trained, shipped_root, monkeypatch):
+    """The copy being replaced leaves the total: at a limit that holds one copy (and not two),
+    re-shipping succeeds and the total stays the same."""
+    first = ship.ship_model(ENV, ENCODER, model_dir=_source(trained, ENCODER))
+    assert first["total_shipped_bytes"] == first["size_bytes"] == shipped.folder_size(shipped_root)
+    monkeypatch.setattr(shipped, "SIZE_LIMIT_BYTES", first["size_bytes"] + 1000)
+    second = ship.ship_model(ENV, ENCODER, model_dir=_source(trained, ENCODER))
+    assert second["total_shipped_bytes"] == first["total_shipped_bytes"]
+    assert shipped.folder_size(shipped_root) == first["size_bytes"]
+
+
+def test_weights_beyond_float16_are_refused_not_shipped_as_inf(tmp_path):
+    src, dst = tmp_path / "w.weights.h5", tmp_path / "half.weights.h5"
+    with h5py.File(src, "w") as f:
+        f["layers/dense/vars/0"] = np.array([[1.0, -7e4], [0.5, 2.0]], np.float32)
+    with pytest.raises(BadInput, match=r"layers/dense/vars/0 reach 70000, beyond float16"):
+        ship.write_float16_weights(str(src), str(dst))
+    with h5py.File(src, "w") as f:  # the largest float16 still ships, exactly
+        f["layers/dense/vars/0"] = np.array([65504.0, -1.0], np.float32)
+    stats = ship.write_float16_weights(str(src), str(dst))
+    with h5py.File(dst, "r") as f:
+        np.testing.assert_array_equal(f["layers/dense/vars/0"][()], [65504.0, -1.0])
+    assert stats["max_abs_value"] == 65504.0 and stats["max_abs_error"] == 0.0
+
+
 def test_script_ships_and_refuses_clearly(trained, shipped_root, repo_root):
     script = os.path.join(repo_root, "scripts", "dev", "ship_model.py")
     ok = subprocess.run(

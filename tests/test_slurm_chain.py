@@ -148,3 +148,25 @@ def test_same_value_spelling():
     assert resume.same_value(True, True) and resume.same_value("true", True)
     assert resume.same_value([1, 2], [1, 2]) and not resume.same_value(False, True)
     assert not resume.same_value("a", "b") and not resume.same_value(3, "3.5")
+
+
+def test_rerun_after_a_still_queued_stage_waits_for_its_job(tmp_path, fake_sbatch, monkeypatch):
+    """s0's job is still pending from the last submission and s1 changed (another --n): the
+    rerun keeps s0's job and submits s1 after it, else s1 starts before its input exists."""
+    stages = _stages(tmp_path, n=2)
+    rec = str(tmp_path / "rec")
+    chain.submit_chain(stages, check=False, skip_done=True, record_dir=rec)
+    pending = {"100": job_state.SlurmJob("100", "s0", "PENDING", "Priority", "0:0")}
+    monkeypatch.setattr(job_state, "query_slurm", lambda ids: pending)  # s1's job is gone
+    changed = [stages[0], chain.Stage("s1", TOY, {**stages[1].flags, "n": 7}, SMALL)]
+    again = chain.submit_chain(changed, check=False, skip_done=True, record_dir=rec)
+    assert [(r.job_id, r.note) for r in again] == [
+        ("100", "still queued from the last submission"),
+        ("102", None),
+    ]
+    assert "--dependency=afterok:100" in open(again[1].sbatch_script).read()
+    record = json.load(open(resume.chain_records(rec)[-1]))
+    assert [(e["name"], e["job_id"], e["action"]) for e in record["stages"]] == [
+        ("s0", "100", "queued"),
+        ("s1", "102", "submit"),
+    ]

@@ -10,21 +10,24 @@ from rl755.common.errors import BadInput
 from rl755.slurm import chain_status, cluster, job_state, pending, site
 from rl755.slurm.sbatch import Resources
 
+# As real clusters print them: partitions restricted to accounts (AllowAccounts), nodes that
+# keep memory for the system (MemSpecLimit, subtracted from RealMemory) and typed GRES GPUs.
 PARTITIONS = (
-    "PartitionName=cpu AllowGroups=ALL Default=YES MaxNodes=UNLIMITED MaxTime=1-00:00:00 "
-    "MaxCPUsPerNode=UNLIMITED MaxMemPerNode=UNLIMITED State=UP TotalCPUs=96\n"
-    "PartitionName=gpu Default=NO MaxNodes=2 MaxTime=2-00:00:00 MaxCPUsPerNode=16 "
-    "MaxMemPerNode=65536 State=UP\n"
+    "PartitionName=cpu AllowGroups=ALL AllowAccounts=lab,other AllowQos=ALL Default=YES "
+    "MaxNodes=UNLIMITED MaxTime=1-00:00:00 MaxCPUsPerNode=UNLIMITED MaxMemPerNode=UNLIMITED "
+    "State=UP TotalCPUs=96\n"
+    "PartitionName=gpu AllowAccounts=lab Default=NO MaxNodes=2 MaxTime=2-00:00:00 "
+    "MaxCPUsPerNode=16 MaxMemPerNode=65536 State=UP\n"
     "PartitionName=empty Default=NO MaxTime=UNLIMITED State=DOWN\n"
 )
 NODES = (
-    "NodeName=c01 Arch=x86_64 CPUTot=48 CPUEfctv=48 RealMemory=191000 Gres=(null) "
-    "State=IDLE Partitions=cpu\n"
+    "NodeName=c01 Arch=x86_64 CPUTot=48 CPUEfctv=48 RealMemory=195000 MemSpecLimit=4000 "
+    "Gres=(null) State=IDLE Partitions=cpu\n"
     "NodeName=c02 CPUTot=48 RealMemory=95000 Gres=(null) State=MIXED Partitions=cpu\n"
-    "NodeName=g01 CPUTot=32 RealMemory=250000 Gres=gpu:v100:4(S:0-1) State=IDLE "
-    "Partitions=gpu\n"
-    "NodeName=g02 CPUTot=32 RealMemory=250000 Gres=gpu:a100:2,gpu:v100:1 State=IDLE "
-    "Partitions=gpu,cpu\n"
+    "NodeName=g01 CPUTot=32 RealMemory=258192 MemSpecLimit=8192 Gres=gpu:v100:4(S:0-1) "
+    "State=IDLE Partitions=gpu\n"
+    "NodeName=g02 CPUTot=32 RealMemory=258192 MemSpecLimit=8192 Gres=gpu:a100:2,gpu:v100:1 "
+    "State=IDLE Partitions=gpu,cpu\n"
 )
 
 
@@ -55,11 +58,69 @@ def test_units():
     assert cluster.gpus_in_gres("gpu:a100:2,gpu:v100:1,mps:100") == 3
 
 
+def test_units_at_their_edges():
+    """Spellings scontrol and users write, and the boundaries of each format."""
+    for text in ("INFINITE", "infinite", "NONE", "N/A", "n/a", "", "UNLIMITED"):
+        assert cluster.time_to_minutes(text) is None, text
+    assert cluster.time_to_minutes("2-01:30:00") == 2 * 1440 + 90
+    assert cluster.time_to_minutes("1-2") == 1440 + 120
+    assert [cluster.mem_to_mb(m) for m in ("16g", "3k", "2048K", "1t")] == [16384, 0, 2, 1048576]
+    assert isinstance(cluster.mem_to_mb("3000K"), int)
+    with pytest.raises(ValueError, match="'lots' is not SLURM memory syntax"):
+        cluster.mem_to_mb("lots")
+    assert [cluster.format_mb(m) for m in (500, 1023, 1024, 1536)] == [
+        "500M",
+        "1023M",
+        "1.0G",
+        "1.5G",
+    ]
+    assert cluster.format_minutes(2 * 1440 + 3 * 60 + 7) == "2-03:07:00"
+    assert (
+        cluster.format_minutes(1440 + 60) == "1-01:00:00"
+        and cluster.format_minutes(60) == "1:00:00"
+    )
+    assert cluster.format_minutes(61) == "1:01:00" and cluster.format_minutes(59) == "0:59:00"
+
+
+def test_requests_at_the_edge_of_a_partition_fit(fake_cluster):
+    """Exactly a node's usable memory, exactly MaxNodes, MaxTime, MaxCPUsPerNode: they fit."""
+    assert fake_cluster.problem(Resources(mem="191000M", cpus=48)) is None  # c01, to the MB
+    assert "191001M memory" not in (fake_cluster.problem(Resources(mem="191001M")) or "")
+    gpu = dict(partition="gpu", cpus=16, mem="64G", gpus=3, time="2-00:00:00")
+    assert fake_cluster.problem(Resources(nodes=2, **gpu)) is None
+    assert "3 nodes" in fake_cluster.problem(Resources(nodes=3, **gpu))
+    assert fake_cluster.problem(Resources(mem="1M", cpus=48)) is None
+    # a list of partitions: each is checked as named, not as the default one
+    assert "partition gpu" in fake_cluster.problem(Resources(partition="gpu,empty", cpus=17))
+    assert fake_cluster.problem(Resources(partition="empty,gpu", cpus=16)) is None
+    one = cluster.parse_cluster(
+        "PartitionName=solo Default=YES MaxTime=UNLIMITED State=UP\n",
+        "NodeName=n1 CPUTot=4 RealMemory=8000 Partitions=solo\n",
+    )
+    (solo,) = one.partitions
+    assert solo.describe() == (
+        "solo (default, up): 1 node; per node up to 4 CPUs, 7.8G memory, 0 GPUs; "
+        "time limit unlimited"
+    )
+    assert solo.nodes[0].mem_mb == 8000  # no MemSpecLimit: all of RealMemory
+    assert "asks for 2 nodes with 1 CPUs" in one.problem(Resources(nodes=2))
+    assert "asks for 8001M memory (largest node: 7.8G) per node in partition solo" == (
+        one.problem(Resources(mem="8001M"))
+    )
+    both = one.problem(Resources(mem="9G", cpus=5))
+    assert (
+        both
+        == "asks for 5 CPUs (largest node: 4) and 9G memory (largest node: 7.8G) per node in partition solo"
+    )
+
+
 def test_partitions_and_nodes_are_read(fake_cluster):
     cpu, gpu, empty = fake_cluster.partitions
     assert (cpu.name, cpu.default, cpu.max_time_min) == ("cpu", True, 1440)
     assert [n.name for n in cpu.nodes] == ["c01", "c02", "g02"]
     assert [n.gpus for n in gpu.nodes] == [4, 3]
+    # what jobs may use: RealMemory less MemSpecLimit
+    assert [n.mem_mb for n in cpu.nodes] == [191000, 95000, 250000]
     assert (gpu.max_nodes, gpu.max_cpus_per_node, gpu.max_mem_per_node_mb) == (2, 16, 65536)
     assert fake_cluster.get(None) is cpu and fake_cluster.get("nope") is None
     assert "cpu (default, up): 3 nodes; per node up to 48 CPUs, 244.1G memory, 3 GPUs" in (
@@ -89,6 +150,8 @@ def test_partitions_and_nodes_are_read(fake_cluster):
         (Resources(mem="0"), None),  # --mem=0: all of a node's memory
         (Resources(partition="gpu,cpu", cpus=40), None),  # one of the list fits
         (Resources(partition="gpu,cpu", cpus=64), "(largest node: 48) per node in partition cpu"),
+        # below g02's RealMemory, above what its MemSpecLimit leaves to jobs
+        (Resources(mem="252000M"), "asks for 252000M memory (largest node: 244.1G) per node"),
     ],
 )
 def test_requests_beyond_the_cluster_are_named(fake_cluster, request_, expected):
@@ -191,6 +254,7 @@ def test_cluster_config_file(tmp_path, monkeypatch):
                     "partition": "general",
                     "gpu_partition": "volta-gpu",
                     "gpu_qos": "gpu_access",
+                    "account": "lab",
                     "stages": {"train_controller": {"mem": "64G", "cpus": "32"}},
                 },
             }
@@ -203,6 +267,11 @@ def test_cluster_config_file(tmp_path, monkeypatch):
     assert (gpu.partition, gpu.qos) == ("volta-gpu", "gpu_access")
     cpu = site.place(Resources())
     assert (cpu.partition, cpu.qos) == ("general", None)
+    # the file's account charges every job, CPU or GPU, unless a flag or the request names one
+    assert (gpu.account, cpu.account) == ("lab", "lab")
+    assert "--account=lab" in cpu.sbatch_options()
+    assert site.place(Resources(), account="mine").account == "mine"
+    assert site.place(Resources(account="own"), account="mine").account == "own"
     # flags beat the file; an explicit partition beats both
     assert site.place(Resources(gpus=1), gpu_partition="a100").partition == "a100"
     assert site.place(Resources(), partition="short").partition == "short"

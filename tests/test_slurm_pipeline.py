@@ -139,6 +139,41 @@ def test_impossible_request_is_refused_with_nothing_queued(tmp_path):
     assert _queued_under(out) == [] and not out.parent.exists()  # nothing made, nothing queued
 
 
+def _node_memory() -> tuple[int, int]:
+    """(RealMemory, MemSpecLimit) in MB of the cluster's first node, as scontrol prints them."""
+    line = subprocess.run(
+        ["scontrol", "show", "node", "-o"], capture_output=True, text=True, timeout=30
+    ).stdout.splitlines()[0]
+    real = int(re.search(r"RealMemory=(\d+)", line).group(1))
+    spec = re.search(r"MemSpecLimit=(\d+)", line)
+    return real, int(spec.group(1)) if spec else 0
+
+
+@pytest.mark.timeout(240)
+def test_memory_the_node_keeps_for_the_system_is_refused_before_submitting(tmp_path):
+    """The CI node keeps MemSpecLimit MB for the system (.ci/start_slurm.sh, as real clusters
+    do): a job asking for more than RealMemory less that, though less than RealMemory, can
+    never start, and the launcher says so from the limits it read, before sbatch sees it."""
+    real, spec = _node_memory()
+    if not spec:
+        assert os.environ.get("CI", "").lower() != "true", "CI's node must set MemSpecLimit"
+        pytest.skip("this cluster's node sets no MemSpecLimit (.ci/start_slurm.sh sets one)")
+    ask = real - spec // 2  # between what jobs may use and the node's RealMemory
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "scripts", "launch.py"), "--cpus=1", f"--mem={ask}M"]
+        + ["--time=10", "--", TOY, f"--out_dir={out}"],
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    usable = f"{(real - spec) / 1024:.1f}G"
+    assert f"asks for {ask}M memory (largest node: {usable}) per node" in proc.stderr, proc.stderr
+    assert "Nothing was submitted" in proc.stderr and "Traceback" not in proc.stderr
+    assert _queued_under(out) == []
+
+
 @pytest.mark.timeout(240)
 def test_launcher_refuses_what_sbatch_test_only_refuses(tmp_path):
     out = tmp_path / "out"

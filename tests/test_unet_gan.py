@@ -129,6 +129,32 @@ def test_both_networks_keep_the_sizes_they_are_given_and_check_them():
         PatchDiscriminator((16, 16, 3), 3, 0)
 
 
+def test_gan_losses_label_real_frames_1_and_generated_frames_0():
+    """With a discriminator that says +2 to the real target and -1 to the generated frame:
+    discriminator loss softplus(-2) + softplus(-1) (real labelled 1, generated 0), and the
+    generator's adversarial loss softplus(1) (it wants its frame labelled real)."""
+    from types import SimpleNamespace
+
+    from rl755.models.common.unet_loop import _losses
+
+    g = _generator(noise_size=2)
+    seen = []
+
+    def discriminator(inputs, frame, training):
+        real = bool(tf.reduce_all(frame == inputs["target"]))
+        seen.append(real)
+        return tf.fill([tf.shape(frame)[0], 4, 4], 2.0 if real else -1.0)
+
+    config = _config(noise_size=2, adversarial_weight=0.5, reconstruction_weight=1.0)
+    nets = SimpleNamespace(generator=g, discriminator=discriminator)
+    total, terms = _losses(nets, config, _batch(), [1, 2])
+    assert sorted(seen) == [False, True]
+    softplus = lambda x: np.log1p(np.exp(x))  # noqa: E731
+    np.testing.assert_allclose(terms["discriminator"], softplus(-2.0) + softplus(-1.0), rtol=1e-6)
+    np.testing.assert_allclose(terms["adversarial"], softplus(1.0), rtol=1e-6)
+    np.testing.assert_allclose(total, terms["reconstruction"] + 0.5 * softplus(1.0), rtol=1e-6)
+
+
 # ---- measures ----------------------------------------------------------------------------------
 def test_diversity_is_zero_for_a_deterministic_generator_and_positive_with_noise():
     batch = _batch()

@@ -248,6 +248,20 @@ def test_calibration_numbers_by_hand():
     np.testing.assert_allclose([r["mse"], r["bias"]], [0.104, (0.1 - 0.1 + 0 + 0.5 + 0.5) / 5])
 
 
+def test_hazard_bins_default_to_a_tenth_of_the_longest_rollout_in_steps():
+    """3 rollouts of up to 40 steps: bins of 4 steps (not of 3 / 10 rollouts, rounded up)."""
+    mask = np.ones((3, 40), np.float32)
+    mask[0, 25:] = 0  # a shorter rollout does not change the width
+    y = np.zeros((3, 40))
+    y[0, 24] = y[1, 39] = y[2, 5] = 1.0
+    haz = calibration.episode_end_metrics(np.full((3, 40), 0.1), y, mask)["hazard"]
+    assert haz["step_start"] == list(range(0, 40, 4)) and haz["step_end"][-1] == 40
+    assert haz["at_risk"][:2] == [12, 12] and haz["at_risk"][6:] == [9, 8, 8, 8]
+    np.testing.assert_allclose(haz["real"][1], 1 / 12)  # rollout 2's end at step 5
+    one_step = calibration.episode_end_metrics(np.full((2, 7), 0.1), y[:2, :7], mask[:2, :7])
+    assert one_step["hazard"]["step_start"] == list(range(7))  # ceil(7 / 10) = 1
+
+
 def test_exact_model_scores_perfectly_and_a_wrong_model_worse():
     data = from_episodes(fake_env_rollouts())
     assert 0 < data.terminated.sum() < data.num_rollouts

@@ -1,6 +1,19 @@
 """Mutation testing: does the suite notice when one behaviour breaks?
 
-    python scripts/dev/mutate.py                       # every mutation (make mutate)
+Generated mutants (mutmut 3), one package at a time (make mutate PACKAGE=rl755/zoo):
+
+    python scripts/dev/mutate.py --package=rl755/zoo [--time_limit=1800] [--jobs=2]
+
+copies the checkout to a scratch directory, has mutmut generate every mutant of the package's
+files (operators, constants, arguments, returns...), collect which of the package's tests
+(PACKAGE_TESTS) call each function, and run only those per mutant. Prints the score per file
+and package: killed / (killed + survived + no tests), a timeout counting as killed and a
+mutant in a function no selected test calls as a survivor, and the first survivors' changes
+(`--show`; the scratch copy, which --keep keeps, has them all: mutmut results / show).
+
+The curated list, one behaviour per entry:
+
+    python scripts/dev/mutate.py                       # every mutation
     python scripts/dev/mutate.py --only=saved_controller_worst_eval,dream_ignores_temperature
     python scripts/dev/mutate.py --list                # names, files, tests
     python scripts/dev/mutate.py --baseline            # first check the tests pass unmutated
@@ -22,8 +35,10 @@ exit status 0 when every mutation was killed, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -190,8 +205,136 @@ def verdict(status: int) -> str:
     )
 
 
+# ------------------------------------------------------------------ generated mutants
+# The tests that read each package (mutmut runs, per mutant, those of them that call the
+# mutated function). A package not listed runs every test file: slow (see docs/development.md).
+PACKAGE_TESTS = {
+    "rl755/zoo": ("tests/test_zoo.py", "tests/test_shipped_models.py"),
+    "rl755/slurm": (
+        "tests/test_slurm_cluster.py", "tests/test_slurm_chain.py", "tests/test_slurm_jobs.py",
+        "tests/test_slurm_sbatch.py", "tests/test_slurm_status.py",
+        "tests/test_pipeline_resources.py",
+    ),
+    "rl755/common": (
+        "tests/test_foundation.py", "tests/test_run_record.py", "tests/test_bad_shards.py",
+        "tests/test_determinism.py", "tests/test_ray_pool.py", "tests/test_quiet_logs.py",
+    ),
+}  # fmt: skip
+ALSO_COPY = ("README.md", "Makefile", "requirements.txt", "setup.py", "scripts/", "docs/",
+             "notebooks/", "benchmarks/", "experiments/", ".ci/")  # fmt: skip
+# mutmut's verdicts (its exit codes per mutant); "timeout" counts as killed, as mutmut does.
+KILLED = ("killed", "timeout", "segfault")
+
+
+def mutmut_config(package: str, tests: tuple[str, ...]) -> str:
+    """setup.cfg's [mutmut] section: mutate `package`, select `tests`, no real SLURM jobs."""
+    lines = [
+        "[mutmut]",
+        "source_paths = rl755/",
+        # mutmut runs the tests in mutants/: what they read beside rl755/ and tests/
+        "also_copy =",
+        *[f"    {p}" for p in ALSO_COPY],
+        f"only_mutate = {package.rstrip('/')}/*",
+        "pytest_add_cli_args_test_selection =",
+        *[f"    {t}" for t in tests],
+        "pytest_add_cli_args =",
+        *[f"    {a}" for a in ("-p", "no:cacheprovider", "-q", "-m", "not slurm", "-x")],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def read_mutmut_results(copy: str, package: str) -> dict[str, dict[str, str]]:
+    """{source file: {mutant name: verdict}} from the `.meta` files mutmut wrote."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(sys.executable)))
+    from mutmut.stats import status_by_exit_code
+
+    out = {}
+    root = os.path.join(copy, "mutants")
+    for dirpath, _, names in os.walk(os.path.join(root, package)):
+        for name in sorted(names):
+            if name.endswith(".py.meta"):
+                with open(os.path.join(dirpath, name)) as f:
+                    codes = json.load(f).get("exit_code_by_key", {})
+                rel = os.path.relpath(os.path.join(dirpath, name[: -len(".meta")]), root)
+                out[rel] = {k: status_by_exit_code[v] for k, v in codes.items()}
+    return out
+
+
+def score_table(results: dict[str, dict[str, str]]) -> tuple[str, int, int]:
+    """(markdown table per file, killed, tested) of `read_mutmut_results`. A mutant in a
+    function no selected test calls ("no tests") counts as a survivor; one left unrun by the
+    time limit ("not checked") counts neither way."""
+    rows = [
+        "| file | mutants | killed | survived | no tests | not run | score |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    total_killed = total_tested = 0
+    for path, verdicts in sorted(results.items()):
+        count = collections.Counter(verdicts.values())
+        killed = sum(count[v] for v in KILLED)
+        survived, untested = count["survived"], count["no tests"]
+        tested = killed + survived + untested
+        not_run = len(verdicts) - tested
+        total_killed, total_tested = total_killed + killed, total_tested + tested
+        score = f"{100 * killed / tested:.0f}%" if tested else "-"
+        rows.append(
+            f"| {path} | {len(verdicts)} | {killed} | {survived} | {untested} | {not_run} | {score} |"
+        )
+    return "\n".join(rows), total_killed, total_tested
+
+
+def run_generated(package: str, time_limit: float, jobs: int, keep: bool, show: int = 30) -> int:
+    """mutmut over `package` in a scratch copy for at most `time_limit` seconds; prints the
+    scores and the survivors; 0 if at least 80% of the tested mutants were killed."""
+    package = package.rstrip("/")
+    if not os.path.isdir(os.path.join(REPO, package)) or not package.startswith("rl755"):
+        print(f"--package={package}: not a package directory of rl755/ (e.g. rl755/zoo)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    tests = PACKAGE_TESTS.get(package, ("tests/",))
+    copy = scratch_copy()
+    mutmut = os.path.join(os.path.dirname(sys.executable), "mutmut")
+    with open(os.path.join(copy, "setup.cfg"), "w") as f:
+        f.write(mutmut_config(package, tests))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH="")
+    t0 = time.monotonic()
+    try:
+        try:
+            subprocess.run(
+                [mutmut, "run", "--max-children", str(jobs)], cwd=copy, env=env,
+                timeout=time_limit, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            stopped = ""
+        except subprocess.TimeoutExpired:
+            stopped = f" (stopped at the {time_limit:.0f} s limit: the rest is not run)"
+        results = read_mutmut_results(copy, package)
+        table, killed, tested = score_table(results)
+        print(f"{package}: generated mutants, tests {' '.join(tests)}; "
+              f"{time.monotonic() - t0:.0f} s{stopped}\n\n{table}\n")  # fmt: skip
+        score = 100 * killed / tested if tested else 0.0
+        print(f"score {package}: {killed}/{tested} killed ({score:.0f}%)")
+        survivors = [n for v in results.values() for n, x in sorted(v.items()) if x == "survived"]
+        print(f"{len(survivors)} survivors; the first {min(len(survivors), show)} (--show):")
+        for name in survivors[:show]:
+            shown = subprocess.run(
+                [mutmut, "show", name], cwd=copy, env=env, capture_output=True, text=True
+            ).stdout
+            diff = [x for x in shown.splitlines() if x[:1] in "+-" and x[:3] not in "+++---"]
+            print(f"  survived {name}: {' | '.join(diff)[:300]}")
+        return 0 if tested and score >= 80 else 1
+    finally:
+        if keep:
+            print(f"scratch copy kept: {copy} (cd there; mutmut results / mutmut show NAME)")
+        else:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--package", default="", help="generated mutants of this package")
+    parser.add_argument("--time_limit", type=float, default=3600.0, help="--package: seconds")
+    parser.add_argument("--keep", action="store_true", help="--package: keep the scratch copy")
+    parser.add_argument("--show", type=int, default=30, help="--package: survivors shown")
     parser.add_argument("--only", default="", help="comma-separated mutation names")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--baseline", action="store_true", help="check the tests pass first")
@@ -200,6 +343,8 @@ def main(argv=None) -> int:
         "--jobs", type=int, default=2, help="mutations run at once, each in its own scratch copy"
     )
     args = parser.parse_args(argv)
+    if args.package:
+        return run_generated(args.package, args.time_limit, max(1, args.jobs), args.keep, args.show)
 
     mutations = load_mutations()
     if args.only:

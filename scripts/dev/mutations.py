@@ -1524,4 +1524,102 @@ MUTATIONS += [
         ),
         what="dream_gap's random policy draws from TensorFlow's global stream, not its seed",
     ),
+    # ---- behaviours generated mutants found unread --------------------------------------------
+    dict(
+        name="controller_resume_forgets_best",
+        file="rl755/controller/cma_state.py",
+        old='"best_fitness": float(info["best_fitness"]),',
+        new='"best_fitness": -np.inf,',
+        tests=(f"{CT}::test_rerun_resumes_generation_count_and_cma_state_exactly",),
+        what="a resumed CMA-ES run forgets its best-so-far and saves a later, worse controller",
+    ),
+    dict(
+        name="rerun_drops_queued_dependency",
+        file="rl755/slurm/chain.py",
+        old="job_ids: dict[str, str] = {p.stage.name: p.job_id for p in plans if p.job_id}",
+        new="job_ids: dict[str, str] = {}",
+        tests=(
+            "tests/test_slurm_chain.py::test_rerun_after_a_still_queued_stage_waits_for_its_job",
+        ),
+        what="a rerun submits a changed stage without afterok on its still-queued upstream job",
+    ),
+    dict(
+        name="node_memory_ignores_memspeclimit",
+        file="rl755/slurm/cluster.py",
+        old='mem_mb=int(f.get("RealMemory") or 0) - int(_limit(f.get("MemSpecLimit")) or 0),',
+        new='mem_mb=int(f.get("RealMemory") or 0),',
+        tests=("tests/test_slurm_cluster.py",),
+        what="the node memory check counts the memory kept for the system (MemSpecLimit)",
+    ),
+    dict(
+        name="config_file_account_dropped",
+        file="rl755/slurm/site.py",
+        old='account=resources.account or account or site.get("account"),',
+        new="account=resources.account or account,",
+        tests=("tests/test_slurm_cluster.py::test_cluster_config_file",),
+        what="the account of the cluster config file is not used",
+    ),
+    dict(
+        name="reship_counts_old_copy",
+        file="rl755/zoo/ship.py",
+        old="others = shipped.folder_size(base) - (shipped.folder_size(final) if final.exists() else 0)",
+        new="others = shipped.folder_size(base)",
+        tests=(f"{SHIPPED}::test_reshipping_counts_the_old_copy_once_against_the_limit",),
+        what="re-shipping counts the replaced copy against the size limit too",
+    ),
+    dict(
+        name="float16_overflow_unchecked",
+        file="rl755/zoo/ship.py",
+        old="if not np.isfinite(peak) or peak > FLOAT16_MAX:",
+        new="if not np.isfinite(peak):",
+        tests=(f"{SHIPPED}::test_weights_beyond_float16_are_refused_not_shipped_as_inf",),
+        what="weights beyond float16 ship as inf",
+    ),
+    dict(
+        name="hazard_bins_from_rollouts",
+        file="rl755/evaluation/calibration.py",
+        old="np.shape(mask)[1] // 10",
+        new="np.shape(mask)[0] // 10",
+        tests=(
+            "tests/test_world_model_eval.py::"
+            "test_hazard_bins_default_to_a_tenth_of_the_longest_rollout_in_steps",
+        ),
+        what="the hazard curve's default bin width comes from the number of rollouts",
+    ),
+    dict(
+        name="dream_gap_ignores_saved_temperature",
+        file="rl755/controller/dream_gap.py",
+        old='        if temperature is None:\n            temperature = meta.get("temperature")\n',
+        new="",
+        tests=(f"{ENSEMBLE}::test_dream_gap_dreams_at_the_controllers_saved_temperature",),
+        what="dream_gap.py dreams at 1.0, not at the controller's saved temperature",
+    ),
+    dict(
+        name="gan_discriminator_labels_swapped",
+        file="rl755/models/common/unet_loop.py",
+        old="tf.reduce_mean(tf.nn.softplus(-real_logits)) + tf.reduce_mean(\n"
+        "            tf.nn.softplus(fake_logits)",
+        new="tf.reduce_mean(tf.nn.softplus(real_logits)) + tf.reduce_mean(\n"
+        "            tf.nn.softplus(-fake_logits)",
+        tests=(
+            "tests/test_unet_gan.py::test_gan_losses_label_real_frames_1_and_generated_frames_0",
+        ),
+        what="the discriminator learns generated frames as real and real ones as generated",
+    ),
+    dict(
+        name="encode_resume_accepts_other_encoder",
+        file="rl755/data_gen/encode.py",
+        old='            "encoder",\n            "has_std_devs",',
+        new='            "has_std_devs",',
+        tests=(f"{ENCODE}::test_rerun_resumes_and_refuses_another_encoder",),
+        what="encoding into a folder of another encoder with the same Z is accepted",
+    ),
+    dict(
+        name="uncompressed_header_crc_unchecked",
+        file="rl755/common/shard_checks.py",
+        old='        if struct.unpack("<I", head[8:])[0] != sharded_io._masked_crc32c(head[:8]):',
+        new="        if False:",
+        tests=(f"{SHARDS}::test_a_broken_record_header_crc_in_an_uncompressed_shard_is_found",),
+        what="a broken record-header CRC in an uncompressed shard is not found before compute",
+    ),
 ]
