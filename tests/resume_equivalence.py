@@ -369,7 +369,7 @@ def _raw_rollouts(root: Path) -> None:
 def _train_encoder(root: Path, out: Path):
     from encoder_helpers import pattern
 
-    from rl755.models.common.train_encoder import train_obs_encoder
+    from rl755.models.encoders.train import train_obs_encoder
 
     flags = dict(train_steps=4, batch_size=8, representation_size=4, save_every_n_steps=2)
     return train_obs_encoder(

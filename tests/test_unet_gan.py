@@ -135,7 +135,7 @@ def test_gan_losses_label_real_frames_1_and_generated_frames_0():
     generator's adversarial loss softplus(1) (it wants its frame labelled real)."""
     from types import SimpleNamespace
 
-    from rl755.models.common.unet_loop import _losses
+    from rl755.models.unet.loop import _losses
 
     g = _generator(noise_size=2)
     seen = []

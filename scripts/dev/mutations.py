@@ -1596,7 +1596,7 @@ MUTATIONS += [
     ),
     dict(
         name="gan_discriminator_labels_swapped",
-        file="rl755/models/common/unet_loop.py",
+        file="rl755/models/unet/loop.py",
         old="tf.reduce_mean(tf.nn.softplus(-real_logits)) + tf.reduce_mean(\n"
         "            tf.nn.softplus(fake_logits)",
         new="tf.reduce_mean(tf.nn.softplus(real_logits)) + tf.reduce_mean(\n"
