@@ -15,7 +15,7 @@ The state is a dict (what `rl755.controller.saved.select_params` reads):
                      "dream"; absent: real), "mean", "std",
                      "train_fitness", "params" float64 [N]}
     selection        None, or the final selection of the run's generation count (written by
-                     `cma_train.select_controller` to `SELECTION`): {"generation", "episodes",
+                     `candidates.select_controller` to `SELECTION`): {"generation", "episodes",
                      "top", "where", "seeds", "candidates": [{"generation", "candidate", "eval_mean",
                      "mean", "std", "returns"}]}; the saved controller is its best candidate
                      while the run has that many generations
@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 2
 OLD_FORMAT_FILE = "checkpoint.pkl"  # the trainer's single pickle before the common format
 SUMMARY = "summary.json"
-SELECTION = "selection.json"  # the final selection (cma_train.select_controller)
+SELECTION = "selection.json"  # the final selection (candidates.select_controller)
 FULL_COVARIANCE_MAX_PARAMS = 2_000  # above this, diagonal CMA-ES (see the module docstring)
 
 

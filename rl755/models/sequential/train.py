@@ -24,7 +24,7 @@ from absl import logging
 from rl755.common import checkpoints, determinism, devices, run_record, tf_setup
 from rl755.environments import Environments
 from rl755.models.common.sequential import SequentialModel
-from rl755.models.sequential import loop
+from rl755.models.sequential import data, loop, resume, sharding
 
 
 # ---- names -------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def train_sequential_model(
     probe = model_fn()
     if not isinstance(probe, SequentialModel):
         raise TypeError(f"--model={model} gives {type(probe).__name__}, not a SequentialModel.")
-    loop.check_sizes(
+    data.check_sizes(
         probe,
         builder.representation_size(),
         builder.action_size,
@@ -123,7 +123,7 @@ def train_sequential_model(
     )
     tasks.check_model_trains_on(probe, training_task)
     if batch_shards is not None:  # (a requested count is checked before anything is written)
-        loop.choose_batch_shards(
+        sharding.choose_batch_shards(
             batch_shards, batch_size // strategy.num_replicas_in_sync, True, training_task
         )
     rollout_ids = bool(probe.needs_rollout_ids)
@@ -171,7 +171,7 @@ def train_sequential_model(
         del probe
         return loop.fit_sequential_model(
             model_fn=model_fn,
-            dataset_fn=loop.autoregressive_dataset_fn(
+            dataset_fn=data.autoregressive_dataset_fn(
                 builder,
                 sequence_length,
                 sample_observations,
@@ -233,7 +233,7 @@ def _old_format_checkpoints(model_dir: str) -> list[checkpoints.Checkpoint]:
     import os
     import re
 
-    info_path = os.path.join(model_dir, loop.OLD_FORMAT_FILE)
+    info_path = os.path.join(model_dir, resume.OLD_FORMAT_FILE)
     if not os.path.exists(info_path):
         return []
     with open(info_path) as f:
