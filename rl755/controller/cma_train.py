@@ -6,25 +6,11 @@
                      pool=PoolConfig(parallelism=64))          # scripts/models/train_controller.py
     summary = run_cma_es(spec, model_dir, CmaConfig(...))      # with an AgentSpec
 
-Each generation: CMA-ES proposes `population_size` parameter vectors [P, N]; every member
-runs `trials_per_member` episodes whose seeds (real mode) or initial states (dream mode)
-are shared by all members of the generation; its fitness is the mean return. Then:
-
-- TensorBoard (rl755.common.tensorboard) under `<model_dir>/tensorboard/`: train/
-  fitness/{mean,best,worst}, cma/sigma, perf/{env,dream}_steps_per_second, the run's flags;
-  validation/ eval/real_{mean,std} and eval/dream_to_real_gap (dream mode);
-- a checkpoint (rl755.controller.cma_state: the CMA-ES state, in the format of
-  rl755.common.checkpoints; full covariance up to 2,000 parameters, diagonal above, as the
-  log and controller.json's "cma_covariance" say), and the trained controller
-  (`controller.json` + `controller_params.npy`, see `rl755.controller.saved`);
-- `<model_dir>/learning_curve.png` and `<model_dir>/summary.json`.
-
-Every `eval_every` generations the generation's best member and the CMA-ES mean play
-`eval_episodes` episodes on fixed seeds, real ones or (`eval_in="dream"`) dreams; with
-`select_episodes`, the best-evaluated candidates play that many more at the end, in the same
-place, and the best of them is saved (rl755.controller.candidates).
-Rerunning with the same `model_dir` resumes the generation count
-and CMA-ES state exactly (CMA-ES's sampling in generation g is seeded by (seed, g)).
+Each generation every member plays `trials_per_member` episodes on shared seeds (real) or
+initial states (dream); its fitness is the mean return. The state is saved after each
+generation (rl755.controller.cma_state), candidates are evaluated and selected by
+rl755.controller.candidates, and rerunning with the same `model_dir` resumes exactly.
+docs/architecture.md describes what a run writes.
 """
 
 from __future__ import annotations
@@ -290,7 +276,7 @@ def run_cma_es(
                 logs.scalars("validation", gen + 1, scalars)
             logs.flush()
             state["generation"] = gen + 1
-            cma_state.save_state(model_dir, state)
+            cma_state.save_state(model_dir, state, cfg.keep_checkpoints)
             saved.save_trained_controller(model_dir, state)
             cma_state.plot_learning_curve(
                 os.path.join(model_dir, CURVE),

@@ -1479,8 +1479,8 @@ MUTATIONS += [
     dict(
         name="stage_drops_batch_shards",
         file="rl755/models/sequential/train.py",
-        old="            clip_norm=clip_norm,\n            batch_shards=batch_shards,\n        )",
-        new="            clip_norm=clip_norm,\n        )",
+        old="            batch_shards=batch_shards,\n            keep_checkpoints=keep_checkpoints,\n        )",
+        new="            keep_checkpoints=keep_checkpoints,\n        )",
         tests=(f"{SEQ_TRAIN}::test_the_stage_passes_the_schedule_and_clipping_on",),
         what="--batch_shards does not reach the training loop",
     ),
@@ -1494,5 +1494,28 @@ MUTATIONS += [
             "test_the_random_policys_dream_repeats_whatever_the_process_drew_before",
         ),
         what="dream_gap's random policy draws from TensorFlow's global stream, not its seed",
+    ),
+    # ---- checkpoint retention ------------------------------------------------------------------
+    dict(
+        name="trainer_keeps_every_checkpoint",
+        file="rl755/models/sequential/loop.py",
+        old="checkpoints.remove_older_checkpoints(model_dir, keep_checkpoints)",
+        new="None",
+        tests=(
+            "tests/test_checkpoint_retention.py::"
+            "test_a_trainer_keeps_its_directory_bounded_and_a_pruned_run_resumes_exactly",
+        ),
+        what="stage 4 never prunes: its model dir grows by a checkpoint every save",
+    ),
+    dict(
+        name="pruning_drops_the_best",
+        file="rl755/common/checkpoints.py",
+        old="spared = {c.number for c in ckpts[-int(keep) :]} | set(best[-1:])",
+        new="spared = {c.number for c in ckpts[-int(keep) :]}",
+        tests=(
+            "tests/test_checkpoint_retention.py::"
+            "test_pruning_keeps_the_newest_and_the_newest_best_and_their_pictures_only",
+        ),
+        what="pruning deletes the checkpoint marked best",
     ),
 ]

@@ -171,6 +171,7 @@ def train_obs_encoder(
     verbose: int | None = None,
     seed: int = 0,
     deterministic: bool | None = None,
+    keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS,
 ) -> TrainResult:
     """Trains (or resumes training) an encoder; see the module docstring.
 
@@ -185,6 +186,7 @@ def train_obs_encoder(
       seed, deterministic: `rl755.common.determinism.configure` (weights' initial values,
         frame sampling and shuffling, the VAE's posterior samples); None: on without a GPU.
       run_flags: flags for the run record and TensorBoard (default: the arguments).
+      keep_checkpoints: rl755.common.checkpoints.KEEP_HELP.
     """
     for name, value in dict(
         train_steps=train_steps,
@@ -192,6 +194,7 @@ def train_obs_encoder(
         representation_size=representation_size,
         save_every_n_steps=save_every_n_steps,
         obs_sampled_per_rollout=obs_sampled_per_rollout,
+        keep_checkpoints=keep_checkpoints,
     ).items():
         if int(value) <= 0:
             raise ValueError(f"--{name} must be a positive integer, got {value}.")
@@ -283,7 +286,9 @@ def train_obs_encoder(
         logs.hparams(flags, step=done)
         callbacks = [
             StopOnNonFiniteLoss(model_dir, train_steps=train_steps, batch_size=batch_size),
-            SaveEveryPeriod(model_dir, info, sample_frames, logs, result, batch_size),
+            SaveEveryPeriod(
+                model_dir, info, sample_frames, logs, result, batch_size, keep_checkpoints
+            ),
         ]
         if verbose is None:
             verbose = 1 if sys.stdout.isatty() else 2

@@ -58,6 +58,7 @@ def fit_sequential_model(
     min_learning_rate: float = 0.0,
     clip_norm: float = 0.0,
     batch_shards: int | None = None,
+    keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS,
 ) -> dict:
     """Trains until `train_steps` steps in total (resuming from model_dir's newest checkpoint).
 
@@ -72,13 +73,18 @@ def fit_sequential_model(
     `learning_rate_decay`, `min_learning_rate`: rl755.models.sequential.schedule; `clip_norm`:
     the global norm the replicas' summed gradient is clipped to (0: none). `batch_shards`: parts
     of each replica's batch run in parallel (None: `sharding.choose_batch_shards`).
+    `keep_checkpoints`: the newest checkpoints kept, besides the one of the lowest validation
+    loss (rl755.common.checkpoints).
     Returns {"start_step", "step", "replicas", "batch_shards", "train_losses": [per-step loss of
     this run], "step_seconds": [wall time of each step], "learning_rate": the rate of the next
     update, "gradient_norms": [each step's global gradient norm before clipping] (with
     `clip_norm`), "last_terms": {term: value}, "validation": {term: value} (last),
     "checkpoint": path}. Raises NonFiniteLossError at the first non-finite loss."""
     for name, value in dict(
-        train_steps=train_steps, batch_size=batch_size, save_every_n_steps=save_every_n_steps
+        train_steps=train_steps,
+        batch_size=batch_size,
+        save_every_n_steps=save_every_n_steps,
+        keep_checkpoints=keep_checkpoints,
     ).items():
         if int(value) <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value}.")
@@ -198,6 +204,8 @@ def fit_sequential_model(
                     )
                 if chief:
                     number += 1
+                    val_loss = result["validation"].get("loss")
+                    best = checkpoints.is_new_best(model_dir, "validation_loss", val_loss)
                     ckpt = checkpoints.save_checkpoint(
                         model_dir,
                         number,
@@ -206,10 +214,12 @@ def fit_sequential_model(
                             info,
                             step=step,
                             train_loss=loss_value,
-                            validation_loss=result["validation"].get("loss"),
+                            validation_loss=val_loss,
+                            **{checkpoints.BEST: best},
                         ),
                         optimizer=optimizer,
                     )
+                    checkpoints.remove_older_checkpoints(model_dir, keep_checkpoints)
                     result["checkpoint"] = ckpt.weights_path
                     logging.info("Saved %s (step %d)", ckpt.weights_path, step)
                 window.restart_clock()

@@ -71,6 +71,7 @@ def train_sequential_model(
     min_learning_rate: float = 0.0,
     clip_norm: float = 0.0,
     batch_shards: int | None = None,
+    keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS,
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -87,7 +88,7 @@ def train_sequential_model(
     (`fit_sequential_model`). `learning_rate_decay`, `min_learning_rate`, `clip_norm`: Adam's
     schedule and gradient clipping (`fit_sequential_model`; defaults: constant, none).
     `batch_shards`: parts of each replica's batch run in parallel (`fit_sequential_model`;
-    None: by cores). Returns
+    None: by cores). `keep_checkpoints`: rl755.common.checkpoints.KEEP_HELP. Returns
     `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.models.sequential import tasks
@@ -99,7 +100,9 @@ def train_sequential_model(
     env = Environments.from_name(environment)
     model_fn = resolve_model_fn(env, model)
     dataset_cls = resolve_rollouts_dataset(env, rollouts_dataset)
-    for name, value in dict(sequence_length=sequence_length, train_steps=train_steps).items():
+    for name, value in dict(
+        sequence_length=sequence_length, train_steps=train_steps, keep_checkpoints=keep_checkpoints
+    ).items():
         if int(value) <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value}.")
     training_task = tasks.resolve_task(task)
@@ -147,6 +150,7 @@ def train_sequential_model(
             min_learning_rate=min_learning_rate,
             clip_norm=clip_norm,
             batch_shards=batch_shards,
+            keep_checkpoints=keep_checkpoints,
             difference_targets=difference_targets,
             save_every_n_steps=save_every_n_steps,
             validation_steps=validation_steps,
@@ -197,6 +201,7 @@ def train_sequential_model(
             min_learning_rate=min_learning_rate,
             clip_norm=clip_norm,
             batch_shards=batch_shards,
+            keep_checkpoints=keep_checkpoints,
         )
 
 
