@@ -79,7 +79,8 @@ def test_cma_improves_a_controller(tmp_path):
     trained = saved.load_trained_controller(str(d))
     assert trained.meta["score_source"] == "real_evaluation"
     assert trained.params.shape == (trained.controller.num_params,) == (9,)
-    assert not (d / "model-004.json").exists()  # only the newest checkpoints are kept
+    assert not (d / "model-003.json").exists()  # only the newest 3 (--keep_checkpoints)
+    assert (d / "model-004.json").exists()
     assert {"fitness/mean", "fitness/best", "fitness/worst", "perf/env_steps_per_second"} <= set(
         tensorboard.read_dir(d / "tensorboard" / "train")
     )

@@ -288,6 +288,8 @@ def test_environment_folders_hold_no_copied_code(package):
         path = os.path.join(root, d)
         if not os.path.isdir(path) or d in ("common", "__pycache__"):
             continue
+        if package == "models" and d not in folders:
+            continue  # a concept's package (encoders/, sequential/, ...: docs/architecture.md)
         assert d in folders, f"rl755/{package}/{d} belongs to no environment of the table"
         files = {f for f in os.listdir(path) if f.endswith(".py")}
         assert files <= ALLOWED[package], (

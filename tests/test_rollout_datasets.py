@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from rl755.common import sharded_io
 from rl755.common.structs import Rollout
-from rl755.data.common.rollout_datasets import EncodedRolloutsInDirectory
+from rl755.data.common.directories import EncodedRolloutsInDirectory
 from rl755.data.fake.encoded_rollouts import VaeEncodedRollouts
 from rl755.data.fake.raw_rollouts import RawRollouts
 from rl755.environments import Environments

@@ -16,7 +16,8 @@ from sequential_helpers import Z, fake_model, fixed_slices, train_tiny, write_en
 
 from rl755.common import checkpoints
 from rl755.common.errors import NonFiniteLossError
-from rl755.models.sequential import loop
+from rl755.models.sequential import data as seq_data
+from rl755.models.sequential import loop, schedule, sharding
 from rl755.models.sequential import train as ts
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -243,7 +244,7 @@ def test_difference_targets_and_sample_observations_reach_the_batches(encoded_di
 
     def first(**kw):
         tf.random.set_seed(0)
-        fn = loop.autoregressive_dataset_fn(builder, 6, shuffle_buffer=1, **kw)
+        fn = seq_data.autoregressive_dataset_fn(builder, 6, shuffle_buffer=1, **kw)
         return next(iter(fn("train").batch(64).take(1)))
 
     plain = first()
@@ -560,7 +561,7 @@ def test_learning_rate_decays_per_step_to_its_floor(tmp_path, record_initial):
     max(min, lr x decay^s), checked against Adam stepped by hand at those rates."""
     lr, decay, floor = 0.08, 0.5, 0.015
     rates = [0.08, 0.04, 0.02, 0.015]
-    assert [loop.learning_rate_at(s, lr, decay, floor) for s in range(4)] == rates
+    assert [schedule.learning_rate_at(s, lr, decay, floor) for s in range(4)] == rates
     weights, reference, result = _fit_and_replay(
         tmp_path, "decay", 4, rates, learning_rate=lr, learning_rate_decay=decay,
         min_learning_rate=floor,
@@ -690,7 +691,7 @@ def test_batch_parts_are_chosen_by_the_executors_threads_and_checked(monkeypatch
     from rl755.models.sequential import tasks
 
     ar, infill = tasks.resolve_task("autoregressive"), tasks.resolve_task("infill")
-    choose = loop.choose_batch_shards
+    choose = sharding.choose_batch_shards
     assert choose(None, 16, True, ar, threads=2) == 2
     assert choose(None, 16, True, ar, threads=1) == 1
     assert choose(None, 16, True, ar, threads=32) == 4  # at least 4 sequences a part
@@ -701,7 +702,7 @@ def test_batch_parts_are_chosen_by_the_executors_threads_and_checked(monkeypatch
     assert choose(None, 16, False, ar, threads=2) == 1  # no XLA (cuDNN's LSTM on a GPU)
     assert choose(None, 16, True, infill, threads=2) == 1
     if not tf.config.threading.get_inter_op_parallelism_threads():  # (TF's default pool)
-        monkeypatch.setattr(loop, "usable_cores", lambda: 3)
+        monkeypatch.setattr(sharding, "usable_cores", lambda: 3)
         assert choose(None, 16, True, ar) == 2  # the usable cores, 3, have no divisor 3 of 16
     assert choose(4, 16, True, ar) == 4
     with pytest.raises(ValueError, match=r"batch_shards=3 must be a positive divisor .* \(16\)"):

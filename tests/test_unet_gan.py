@@ -222,7 +222,7 @@ def test_trains_with_and_without_the_gan_loss(adversarial_weight, raw_dir, tmp_p
     (record,) = os.listdir(model_dir / "runs")
     assert json.load(open(model_dir / "runs" / record))["status"] == "completed"
 
-    from rl755.models.unet.train import load_infilling_unet
+    from rl755.models.infilling.saved import load_infilling_unet
 
     generator, info = load_infilling_unet(str(model_dir))
     assert info["step"] == 4 and info["adversarial"] is gan and generator.noise_size == 4

@@ -17,9 +17,9 @@ leaves at most files without a marker, which are ignored (and overwritten by the
 of that number). `N` counts the saves (1, 2, ...); the marker's "step" says how far the
 trainer was (training steps, or CMA-ES generations).
 
-The trainers: rl755.models.encoders.train (weights incl. optimizer),
-rl755.models.sequential.loop (weights + optimizer), rl755.controller.cma_state (the
-CMA-ES state). Resuming from the newest complete checkpoint is exact for all three.
+Every trainer keeps the newest `KEEP_CHECKPOINTS` (its --keep_checkpoints) plus the newest
+checkpoint marked best (`is_new_best`), and resumes exactly from the newest
+(`remove_older_checkpoints` after each save).
 
     ckpt = newest_complete_checkpoint(model_dir)   # Checkpoint or None
     load_weights_checked(model, ckpt.weights_path) # clear error on a size/architecture mismatch
@@ -48,6 +48,11 @@ _WEIGHTS_RE = re.compile(r"^model-(\d+)\.weights\.h5$")
 def file_name(number: int, suffix: str) -> str:
     """`model-NNN<suffix>`, e.g. file_name(3, ".weights.h5") == "model-003.weights.h5"."""
     return f"model-{number:03d}{suffix}"
+
+
+def file_name_pattern(model_dir: str, number: int) -> str:
+    """The glob of every file of checkpoint `number`: `<model_dir>/model-NNN.*`."""
+    return os.path.join(glob.escape(str(model_dir)), file_name(number, ".*"))
 
 
 def weights_name(number: int) -> str:
@@ -177,15 +182,40 @@ def write_checkpoint(
     )
 
 
+KEEP_CHECKPOINTS = 3  # every trainer's --keep_checkpoints default
+KEEP_HELP = (
+    "Checkpoints kept in the model dir: the newest this many, plus the best one (lowest "
+    "validation loss) where the trainer validates."
+)
+BEST = "best"  # a marker's key: true where the checkpoint beat every earlier one
+
+
+def is_new_best(model_dir: str, key: str, value: float | None) -> bool:
+    """Whether `value` (lower is better, e.g. a validation loss) is below the `key` of every
+    complete checkpoint in `model_dir`: the next checkpoint is then marked best. None is
+    never best; markers without `key` do not count."""
+    if value is None:
+        return False
+    earlier = [c.info.get(key) for c in list_complete_checkpoints(model_dir)]
+    return all(value < e for e in earlier if e is not None)
+
+
 def remove_older_checkpoints(model_dir: str, keep: int) -> list[int]:
-    """Deletes all but the newest `keep` complete checkpoints (marker first); returns numbers."""
-    if keep < 1:
-        raise ValueError(f"keep must be >= 1, got {keep}.")
+    """Deletes the complete checkpoints but the newest `keep` and the newest one marked best
+    (its marker's `BEST` is true): each marker first, then every `model-NNN.*` file of its
+    number (pictures beside it too). Returns the numbers deleted."""
+    if int(keep) < 1:
+        raise ValueError(f"keep_checkpoints must be >= 1, got {keep}.")
+    ckpts = list_complete_checkpoints(model_dir)
+    best = [c.number for c in ckpts if c.info.get(BEST)]
+    spared = {c.number for c in ckpts[-int(keep) :]} | set(best[-1:])
     removed = []
-    for ckpt in list_complete_checkpoints(model_dir)[:-keep]:
+    for ckpt in ckpts:
+        if ckpt.number in spared:
+            continue
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(str(model_dir), marker_name(ckpt.number)))
-        for path in ckpt.files.values():
+        for path in [*ckpt.files.values(), *glob.glob(file_name_pattern(model_dir, ckpt.number))]:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
         removed.append(ckpt.number)

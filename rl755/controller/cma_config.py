@@ -7,6 +7,8 @@ import dataclasses
 
 import numpy as np
 
+from rl755.common import checkpoints
+
 MODES = ("real", "dream")
 EVAL_PLACES = ("real", "dream")  # where evaluations and the final selection play (eval_in)
 
@@ -65,6 +67,8 @@ class CmaConfig:
       used (`selection_seeds`), and the saved controller is the best of them on those: a
       choice among noisy `eval_episodes`-episode means alone is winner's-cursed. 0: off.
     select_top: K, how many of the evaluated candidates the selection replays.
+    keep_checkpoints: the newest CMA-ES checkpoints kept (each holds the whole history and
+      every evaluated candidate, so the newest alone resumes and selects).
     """
 
     mode: str = "real"
@@ -84,11 +88,18 @@ class CmaConfig:
     initial_params: str | None = None
     select_episodes: int = 0
     select_top: int = 4
+    keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS
 
     def validate(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"Unknown --mode {self.mode!r}; valid: {', '.join(MODES)}.")
-        for name in ("population_size", "trials_per_member", "generations", "rollout_max_steps"):
+        for name in (
+            "population_size",
+            "trials_per_member",
+            "generations",
+            "rollout_max_steps",
+            "keep_checkpoints",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.population_size < 2:

@@ -15,13 +15,13 @@ The state is a dict (what `rl755.controller.saved.select_params` reads):
                      "dream"; absent: real), "mean", "std",
                      "train_fitness", "params" float64 [N]}
     selection        None, or the final selection of the run's generation count (written by
-                     `cma_train.select_controller` to `SELECTION`): {"generation", "episodes",
+                     `candidates.select_controller` to `SELECTION`): {"generation", "episodes",
                      "top", "where", "seeds", "candidates": [{"generation", "candidate", "eval_mean",
                      "mean", "std", "returns"}]}; the saved controller is its best candidate
                      while the run has that many generations
 
 Saved after every generation as a checkpoint of rl755.common.checkpoints (the newest
-`KEEP_CHECKPOINTS` are kept):
+`keep` are kept):
 
     model-007.json        marker: step (= generation), generation, meta, population_size,
                           best_fitness, history, evals (without params)
@@ -55,10 +55,9 @@ from rl755.common import checkpoints, pictures, sharded_io
 
 log = logging.getLogger(__name__)
 
-KEEP_CHECKPOINTS = 2
 OLD_FORMAT_FILE = "checkpoint.pkl"  # the trainer's single pickle before the common format
 SUMMARY = "summary.json"
-SELECTION = "selection.json"  # the final selection (cma_train.select_controller)
+SELECTION = "selection.json"  # the final selection (candidates.select_controller)
 FULL_COVARIANCE_MAX_PARAMS = 2_000  # above this, diagonal CMA-ES (see the module docstring)
 
 
@@ -164,7 +163,9 @@ def new_state(
     }
 
 
-def save_state(model_dir: str, state: dict) -> checkpoints.Checkpoint:
+def save_state(
+    model_dir: str, state: dict, keep: int = checkpoints.KEEP_CHECKPOINTS
+) -> checkpoints.Checkpoint:
     """Checkpoint number `generation` (see the module docstring); older ones are removed."""
     n = int(state["meta"]["num_params"])
 
@@ -192,7 +193,7 @@ def save_state(model_dir: str, state: dict) -> checkpoints.Checkpoint:
     }
     files = {"cma_state": (".cma.pkl", write_es), "params": (".params.npz", write_params)}
     ckpt = checkpoints.write_checkpoint(model_dir, int(state["generation"]), files, info)
-    checkpoints.remove_older_checkpoints(model_dir, KEEP_CHECKPOINTS)
+    checkpoints.remove_older_checkpoints(model_dir, keep)
     return ckpt
 
 

@@ -6,25 +6,11 @@
                      pool=PoolConfig(parallelism=64))          # scripts/models/train_controller.py
     summary = run_cma_es(spec, model_dir, CmaConfig(...))      # with an AgentSpec
 
-Each generation: CMA-ES proposes `population_size` parameter vectors [P, N]; every member
-runs `trials_per_member` episodes whose seeds (real mode) or initial states (dream mode)
-are shared by all members of the generation; its fitness is the mean return. Then:
-
-- TensorBoard (rl755.common.tensorboard) under `<model_dir>/tensorboard/`: train/
-  fitness/{mean,best,worst}, cma/sigma, perf/{env,dream}_steps_per_second, the run's flags;
-  validation/ eval/real_{mean,std} and eval/dream_to_real_gap (dream mode);
-- a checkpoint (rl755.controller.cma_state: the CMA-ES state, in the format of
-  rl755.common.checkpoints; full covariance up to 2,000 parameters, diagonal above, as the
-  log and controller.json's "cma_covariance" say), and the trained controller
-  (`controller.json` + `controller_params.npy`, see `rl755.controller.saved`);
-- `<model_dir>/learning_curve.png` and `<model_dir>/summary.json`.
-
-Every `eval_every` generations the generation's best member and the CMA-ES mean play
-`eval_episodes` episodes on fixed seeds, real ones or (`eval_in="dream"`) dreams; with
-`select_episodes`, the best-evaluated candidates play that many more at the end, in the same
-place, and the best of them is saved (`select_controller`).
-Rerunning with the same `model_dir` resumes the generation count
-and CMA-ES state exactly (CMA-ES's sampling in generation g is seeded by (seed, g)).
+Each generation every member plays `trials_per_member` episodes on shared seeds (real) or
+initial states (dream); its fitness is the mean return. The state is saved after each
+generation (rl755.controller.cma_state), candidates are evaluated and selected by
+rl755.controller.candidates, and rerunning with the same `model_dir` resumes exactly.
+docs/architecture.md describes what a run writes.
 """
 
 from __future__ import annotations
@@ -37,14 +23,12 @@ from collections.abc import Callable
 import numpy as np
 
 from rl755.common.tensorboard import TrainingLogs
-from rl755.controller import cma_state, saved
+from rl755.controller import candidates, cma_state, saved
 from rl755.controller.agent import AgentSpec
 from rl755.controller.cma_config import (
     CmaConfig,
     PoolConfig,
     derived_seeds,
-    eval_seeds,
-    selection_seeds,
     trial_seeds,
 )
 from rl755.controller.dream_eval import (
@@ -174,12 +158,12 @@ def run_cma_es(
     logs = TrainingLogs(model_dir)
     if start < cfg.generations:
         logs.hparams(hparams or {**dataclasses.asdict(cfg), **dataclasses.asdict(pool)}, step=start)
-    _check_eval_place(model_dir, state, cfg)
+    candidates.check_eval_place(model_dir, state, cfg)
     need_real = cfg.mode == "real" or (cfg.eval_every > 0 and cfg.eval_in == "real")
     real = real_evaluator
     dream = None
     try:
-        selects = start >= cfg.generations and _needs_selection(state, cfg)
+        selects = start >= cfg.generations and candidates.needs_selection(state, cfg)
         if need_real and (start < cfg.generations or selects) and real is None:
             real = RealEvaluator(spec, make_env, **pool.evaluator_kwargs())
         if cfg.mode == "dream" and (
@@ -275,9 +259,11 @@ def run_cma_es(
                 },
             )
             if cfg.evaluates_at(gen + 1):
-                candidates = {"best_member": solutions[best], "cma_mean": np.array(es.mean)}
-                play = _player(cfg, real, dream)
-                best_member, cma_mean = _evaluate_candidates(play, cfg, candidates, record)
+                to_evaluate = {"best_member": solutions[best], "cma_mean": np.array(es.mean)}
+                play = candidates.player(cfg, real, dream)
+                best_member, cma_mean = candidates.evaluate_candidates(
+                    play, cfg, to_evaluate, record
+                )
                 state["evals"] += [best_member, cma_mean]
                 where = cfg.eval_in
                 scalars = {
@@ -290,7 +276,7 @@ def run_cma_es(
                 logs.scalars("validation", gen + 1, scalars)
             logs.flush()
             state["generation"] = gen + 1
-            cma_state.save_state(model_dir, state)
+            cma_state.save_state(model_dir, state, cfg.keep_checkpoints)
             saved.save_trained_controller(model_dir, state)
             cma_state.plot_learning_curve(
                 os.path.join(model_dir, CURVE),
@@ -314,8 +300,10 @@ def run_cma_es(
                     else ""
                 ),
             )
-        if _needs_selection(state, cfg):
-            state["selection"] = select_controller(_player(cfg, real, dream), cfg, state)
+        if candidates.needs_selection(state, cfg):
+            state["selection"] = candidates.select_controller(
+                candidates.player(cfg, real, dream), cfg, state
+            )
             cma_state.save_selection(model_dir, state["selection"])
             saved.save_trained_controller(model_dir, state)
     finally:
@@ -333,153 +321,6 @@ def run_cma_es(
         model_dir=model_dir,
         es=es,
     )
-
-
-def _player(cfg: CmaConfig, real: RealEvaluator | None, dream: DreamEvaluator | None):
-    """play(params [C, N], seeds [S]) -> (returns [C, S], env or dream steps in all): every
-    candidate plays an episode per seed where `cfg.eval_in` says.
-
-    Real: the seeds are reset seeds, all candidates' episodes in one batch. Dream: seed s starts from initial state s % K (the
-    training's K dream starting points) and the dreams are drawn with the dream seed
-    seeds[0], so the same seeds replay the same dreams and other seeds draw others. Each
-    candidate dreams in its own batch, so all of them get the same draws (as real candidates
-    get the same seeds): a candidate's returns are `dream.evaluate(params[None], seeds % K,
-    seed=seeds[0])`, whoever else is evaluated."""
-
-    def play_real(params, seeds):
-        ev = real.evaluate(
-            np.repeat(params, len(seeds), axis=0),
-            np.tile(seeds, len(params)),
-            cfg.rollout_max_steps,
-        )
-        returns = np.asarray(ev["returns"]).reshape(len(params), len(seeds))
-        return returns, int(np.sum(ev["steps"]))
-
-    def play_dream(params, seeds):
-        seeds = np.asarray(seeds, np.int64)
-        ids = seeds % len(dream.initial_z)
-        evs = [dream.evaluate(p[None], ids, seed=int(seeds[0])) for p in params]
-        returns = np.concatenate([ev["returns"] for ev in evs])  # [C, S]
-        return returns, int(sum(np.sum(ev["steps"]) for ev in evs))
-
-    return play_dream if cfg.eval_in == "dream" else play_real
-
-
-def _check_eval_place(model_dir: str, state: dict, cfg: CmaConfig) -> None:
-    """A resumed run keeps evaluating where it did: its evaluations are compared with each
-    other to choose the saved controller."""
-    places = {e.get("where", "real") for e in state["evals"]}
-    if places and places != {cfg.eval_in}:
-        raise ValueError(
-            f"{model_dir} evaluated its candidates in {'/'.join(sorted(places))} episodes; this "
-            f"run asks --eval_in={cfg.eval_in}. Keep --eval_in={places.pop()} to resume, or use "
-            "another --model_dir."
-        )
-
-
-def _needs_selection(state: dict, cfg: CmaConfig) -> bool:
-    """Whether the run is at its generation count with evaluations and without the final
-    selection these settings ask for (a rerun of a finished run only adds a missing one)."""
-    if not cfg.select_episodes or not state["evals"] or state["generation"] < cfg.generations:
-        return False
-    done = state.get("selection") or {}
-    asked = (state["generation"], cfg.select_episodes, cfg.select_top, cfg.seed)
-    return (
-        done.get("generation"),
-        done.get("episodes"),
-        done.get("top"),
-        done.get("seed"),
-    ) != asked
-
-
-def select_controller(play, cfg: CmaConfig, state: dict) -> dict:
-    """The final selection (`CmaConfig.select_episodes`): the `select_top` evaluated
-    candidates with the best evaluation means each play `select_episodes` episodes on
-    `selection_seeds` (`play`: `_player`, real or dream), in one batch; returns the record
-    `cma_state` describes."""
-    top = sorted(state["evals"], key=lambda e: e["mean"], reverse=True)[: cfg.select_top]
-    seeds = selection_seeds(cfg.seed, cfg.select_episodes)
-    where = cfg.eval_in
-    log.info(
-        "Selection: the %d best-evaluated candidates play %d more %s episodes each.",
-        len(top),
-        len(seeds),
-        where,
-    )
-    params = np.stack([np.asarray(e["params"], np.float32) for e in top])  # [K, N]
-    returns, steps = play(params, seeds)  # [K, S]
-    candidates = []
-    for e, row in zip(top, returns):
-        candidates.append(
-            {
-                "generation": e["generation"],
-                "candidate": e["candidate"],
-                "eval_mean": e["mean"],
-                "mean": float(np.mean(row)),
-                "std": float(np.std(row)),
-                "returns": row.tolist(),
-            }
-        )
-        log.info(
-            "Selection: generation %d %s: %.2f +- %.2f over %d new %s episodes (evaluation: %.2f).",
-            e["generation"],
-            e["candidate"].replace("_", " "),
-            candidates[-1]["mean"],
-            candidates[-1]["std"],
-            len(seeds),
-            where,
-            e["mean"],
-        )
-    return {
-        "generation": state["generation"],
-        "episodes": cfg.select_episodes,
-        "top": cfg.select_top,
-        "seed": cfg.seed,
-        "where": where,
-        "seeds": seeds.tolist(),
-        "steps": steps,
-        "candidates": candidates,
-    }
-
-
-def _evaluate_candidates(play, cfg: CmaConfig, candidates: dict, record) -> list:
-    """Each candidate ({name: params [N]}: the generation's best member and the CMA-ES mean)
-    on the fixed evaluation seeds (`play`: `_player`, real or dream), in one batch; one eval
-    record per candidate.
-
-    The mean is a candidate because with few noisy trials the best member's fitness is
-    partly luck (winner's curse), while the mean averages the population's information."""
-    ev_seeds = eval_seeds(cfg.seed, cfg.eval_episodes)
-    t0 = time.monotonic()
-    names = list(candidates)
-    params = np.stack([np.asarray(candidates[n], np.float32) for n in names])  # [C, N]
-    returns, steps = play(params, ev_seeds)  # [C, E]
-    # The evaluation's steps and time count in the run's compute (learning curve).
-    record["eval_steps"] = steps
-    record["eval_seconds"] = time.monotonic() - t0
-    out = []
-    for name, row in zip(names, returns):
-        out.append(
-            {
-                "generation": record["generation"],
-                "candidate": name,
-                "where": cfg.eval_in,
-                "mean": float(np.mean(row)),
-                "std": float(np.std(row)),
-                "train_fitness": record["best"],
-                "params": np.asarray(candidates[name], np.float64),
-            }
-        )
-        log.info(
-            "Generation %d: %s scores %.2f +- %.2f over %d %s episodes.",
-            record["generation"],
-            name.replace("_", " "),
-            out[-1]["mean"],
-            out[-1]["std"],
-            len(ev_seeds),
-            cfg.eval_in,
-        )
-    return out
 
 
 def train_controller(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 
 from rl755 import zoo
-from rl755.data.common.rollout_datasets import EncodedRolloutsInDirectory, RawRolloutsInDirectory
+from rl755.data.common.directories import EncodedRolloutsInDirectory, RawRolloutsInDirectory
 from rl755.environments import Environment, Environments
 
 VAE_ENCODED = "VaeEncodedRollouts"

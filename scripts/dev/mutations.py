@@ -99,7 +99,7 @@ MUTATIONS = [
     ),
     dict(
         name="eval_seeds_change_per_generation",
-        file="rl755/controller/cma_train.py",
+        file="rl755/controller/candidates.py",
         old="ev_seeds = eval_seeds(cfg.seed, cfg.eval_episodes)",
         new='ev_seeds = eval_seeds(cfg.seed + record["generation"], cfg.eval_episodes)',
         tests=(f"{CT}::test_the_saved_controller_is_the_best_real_evaluation",),
@@ -297,7 +297,7 @@ MUTATIONS = [
     ),
     dict(
         name="sequential_resume_fresh_optimizer",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/resume.py",
         old="checkpoints.restore_optimizer(",
         new="(lambda *a, **k: None)(",
         tests=(f"{SEQ_TRAIN}::test_resume_restores_optimizer_state_exactly",),
@@ -414,7 +414,7 @@ MUTATIONS = [
     ),
     dict(
         name="initial_weights_not_loaded",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/resume.py",
         old='info["initial_weights"] = _load_initial_weights(model, initial_weights, info, strategy)',
         new='info["initial_weights"] = os.path.abspath(initial_weights)',
         tests=(SEQ_WARM,),
@@ -422,7 +422,7 @@ MUTATIONS = [
     ),
     dict(
         name="initial_weights_of_another_model",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/resume.py",
         old='for key in ("model", "model_class", "representation_size", "action_size"):',
         new="for key in ():",
         tests=(f"{SEQ_TRAIN}::test_initial_weights_reach_the_stage_and_another_model_is_named",),
@@ -465,7 +465,7 @@ MUTATIONS = [
     ),
     dict(
         name="selection_on_evaluation_seeds",
-        file="rl755/controller/cma_train.py",
+        file="rl755/controller/candidates.py",
         old="seeds = selection_seeds(cfg.seed, cfg.select_episodes)",
         new="seeds = eval_seeds(cfg.seed, cfg.select_episodes)",
         tests=(f"{CT}::test_final_selection_replays_the_best_evaluated_candidates_on_new_seeds",),
@@ -473,7 +473,7 @@ MUTATIONS = [
     ),
     dict(
         name="dream_evaluation_plays_real",
-        file="rl755/controller/cma_train.py",
+        file="rl755/controller/candidates.py",
         old='    return play_dream if cfg.eval_in == "dream" else play_real',
         new="    return play_real",
         tests=(f"{DO}::test_dream_evaluations_and_selection_play_only_dreams",),
@@ -481,7 +481,7 @@ MUTATIONS = [
     ),
     dict(
         name="dream_evaluation_seed_not_the_first",
-        file="rl755/controller/cma_train.py",
+        file="rl755/controller/candidates.py",
         old="seed=int(seeds[0])) for p in params",
         new="seed=int(seeds[-1])) for p in params",
         tests=(f"{DO}::test_dream_evaluations_and_selection_play_only_dreams",),
@@ -489,7 +489,7 @@ MUTATIONS = [
     ),
     dict(
         name="dream_evaluation_candidates_share_a_batch",
-        file="rl755/controller/cma_train.py",
+        file="rl755/controller/candidates.py",
         old="evs = [dream.evaluate(p[None], ids, seed=int(seeds[0])) for p in params]",
         new="evs = [dream.evaluate(params, ids, seed=int(seeds[0]))]",
         tests=(f"{DO}::test_dream_evaluations_and_selection_play_only_dreams",),
@@ -853,7 +853,7 @@ MUTATIONS = [
     ),
     dict(
         name="sequential_learning_rate_ignored",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/schedule.py",
         old="optimizer = keras.optimizers.Adam(rate)",
         new="optimizer = keras.optimizers.Adam()",
         tests=(
@@ -873,7 +873,7 @@ MUTATIONS = [
     ),
     dict(
         name="validation_in_training_mode",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/loss.py",
         old="lambda b: replica_losses(b, False)",
         new="lambda b: replica_losses(b, True)",
         tests=(f"{INFILL}::test_infilling_pretraining_then_autoregressive_in_one_model_dir",),
@@ -908,7 +908,7 @@ MUTATIONS = [
     # ---- Adam's schedule and gradient clipping (stage 4) --------------------------------------
     dict(
         name="learning_rate_decay_ignored",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/schedule.py",
         old="return tf.maximum(self.minimum, self.initial * tf.pow(self.decay, step))",
         new="return tf.maximum(self.minimum, self.initial + 0.0 * step)",
         tests=(f"{SEQ_TRAIN}::test_learning_rate_decays_per_step_to_its_floor",),
@@ -916,7 +916,7 @@ MUTATIONS = [
     ),
     dict(
         name="min_learning_rate_ignored",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/schedule.py",
         old="return tf.maximum(self.minimum, self.initial * tf.pow(self.decay, step))",
         new="return self.initial * tf.pow(self.decay, step)",
         tests=(f"{SEQ_TRAIN}::test_learning_rate_decays_per_step_to_its_floor",),
@@ -924,7 +924,7 @@ MUTATIONS = [
     ),
     dict(
         name="clip_each_tensor",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/loss.py",
         old="clipped, norm = tf.clip_by_global_norm(total, clip_norm)",
         new="clipped, norm = [tf.clip_by_norm(g, clip_norm) for g in total], tf.linalg.global_norm(total)",
         tests=(f"{SEQ_TRAIN}::test_gradients_are_clipped_to_their_global_norm",),
@@ -932,7 +932,7 @@ MUTATIONS = [
     ),
     dict(
         name="clip_each_replicas_part",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/loss.py",
         old='total = tf.distribute.get_replica_context().all_reduce("sum", grads)',
         new="total = [g * replicas for g in grads]",
         tests=(f"{SEQ_TRAIN}::test_two_devices_give_the_same_losses_as_one",),
@@ -940,12 +940,9 @@ MUTATIONS = [
     ),
     dict(
         name="resume_keeps_the_saved_learning_rate",
-        file="rl755/models/sequential/loop.py",
-        old="rate = DecayingLearningRate(learning_rate, learning_rate_decay, min_learning_rate)",
-        new=(
-            "rate = learning_rate if learning_rate_decay == 1.0 else DecayingLearningRate("
-            "learning_rate, learning_rate_decay, min_learning_rate)"
-        ),
+        file="rl755/models/sequential/schedule.py",
+        old="rate = DecayingLearningRate(learning_rate, decay, minimum)",
+        new="rate = learning_rate if decay == 1.0 else DecayingLearningRate(learning_rate, decay, minimum)",
         tests=(f"{SEQ_TRAIN}::test_a_resumed_run_keeps_the_schedule_and_takes_its_own_rate",),
         what="a resumed run trains at the rate saved in its checkpoint, not its --learning_rate",
     ),
@@ -1467,7 +1464,7 @@ MUTATIONS += [
     # ---- batch parts of the stage-4 trainer (batch_shards) ---------------------------------------
     dict(
         name="batch_parts_first_gradient_only",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/loss.py",
         old="grads = [tf.add_n([o[1][i] for o in outs]) for i in range(len(outs[0][1]))]",
         new="grads = [outs[0][1][i] for i in range(len(outs[0][1]))]",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_give_the_same_losses_and_weights_as_one_batch",),
@@ -1475,7 +1472,7 @@ MUTATIONS += [
     ),
     dict(
         name="batch_parts_first_loss_only",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/loss.py",
         old="sums = {k: tf.add_n([o[0][k] for o in outs]) for k in outs[0][0]}",
         new="sums = outs[0][0]",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_give_the_same_losses_and_weights_as_one_batch",),
@@ -1483,7 +1480,7 @@ MUTATIONS += [
     ),
     dict(
         name="batch_parts_own_counts",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/loss.py",
         old="outs = [part_gradients(part, step, counts) for part in parts]",
         new="outs = [part_gradients(p, step, global_counts(batch_counts(p, step))) for p in parts]",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_give_the_same_losses_and_weights_as_one_batch",),
@@ -1491,7 +1488,7 @@ MUTATIONS += [
     ),
     dict(
         name="batch_parts_not_a_divisor",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/sharding.py",
         old="return max(d for d in range(1, max(cap, 1) + 1) if replica_batch % d == 0)",
         new="return max(1, cap)",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_are_chosen_by_the_executors_threads_and_checked",),
@@ -1499,7 +1496,7 @@ MUTATIONS += [
     ),
     dict(
         name="batch_parts_ignore_replicas",
-        file="rl755/models/sequential/loop.py",
+        file="rl755/models/sequential/sharding.py",
         old="cap = min(threads // max(1, replicas), MAX_AUTO_SHARDS",
         new="cap = min(threads, MAX_AUTO_SHARDS",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_are_chosen_by_the_executors_threads_and_checked",),
@@ -1508,8 +1505,8 @@ MUTATIONS += [
     dict(
         name="stage_drops_batch_shards",
         file="rl755/models/sequential/train.py",
-        old="            clip_norm=clip_norm,\n            batch_shards=batch_shards,\n        )",
-        new="            clip_norm=clip_norm,\n        )",
+        old="            batch_shards=batch_shards,\n            keep_checkpoints=keep_checkpoints,\n        )",
+        new="            keep_checkpoints=keep_checkpoints,\n        )",
         tests=(f"{SEQ_TRAIN}::test_the_stage_passes_the_schedule_and_clipping_on",),
         what="--batch_shards does not reach the training loop",
     ),
@@ -1621,5 +1618,28 @@ MUTATIONS += [
         new="        if False:",
         tests=(f"{SHARDS}::test_a_broken_record_header_crc_in_an_uncompressed_shard_is_found",),
         what="a broken record-header CRC in an uncompressed shard is not found before compute",
+    ),
+    # ---- checkpoint retention ------------------------------------------------------------------
+    dict(
+        name="trainer_keeps_every_checkpoint",
+        file="rl755/models/sequential/loop.py",
+        old="checkpoints.remove_older_checkpoints(model_dir, keep_checkpoints)",
+        new="None",
+        tests=(
+            "tests/test_checkpoint_retention.py::"
+            "test_a_trainer_keeps_its_directory_bounded_and_a_pruned_run_resumes_exactly",
+        ),
+        what="stage 4 never prunes: its model dir grows by a checkpoint every save",
+    ),
+    dict(
+        name="pruning_drops_the_best",
+        file="rl755/common/checkpoints.py",
+        old="spared = {c.number for c in ckpts[-int(keep) :]} | set(best[-1:])",
+        new="spared = {c.number for c in ckpts[-int(keep) :]}",
+        tests=(
+            "tests/test_checkpoint_retention.py::"
+            "test_pruning_keeps_the_newest_and_the_newest_best_and_their_pictures_only",
+        ),
+        what="pruning deletes the checkpoint marked best",
     ),
 ]

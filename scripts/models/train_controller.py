@@ -16,7 +16,7 @@ rl755.controller.cma_train.train_controller.
 
 from absl import app, flags
 
-from rl755.common import determinism, tf_setup
+from rl755.common import checkpoints, determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -106,6 +106,7 @@ flags.DEFINE_string(
     "machine. A resumed run ignores it.",
 )
 flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
+flags.DEFINE_integer("keep_checkpoints", checkpoints.KEEP_CHECKPOINTS, checkpoints.KEEP_HELP)
 for _name in ("environment", "model_dir"):
     flags.mark_flag_as_required(_name)
 
@@ -147,6 +148,7 @@ def main(argv):
             initial_params=FLAGS.initial_params,
             select_episodes=FLAGS.select_episodes,
             select_top=FLAGS.select_top,
+            keep_checkpoints=FLAGS.keep_checkpoints,
         ),
         pool=PoolConfig(
             parallelism=FLAGS.parallelism,

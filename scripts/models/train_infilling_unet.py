@@ -15,7 +15,7 @@ Library: rl755.models.unet.train.train_infilling_unet.
 
 from absl import app, flags
 
-from rl755.common import tf_setup
+from rl755.common import checkpoints, tf_setup
 
 tf_setup.quiet()
 
@@ -54,6 +54,7 @@ flags.DEFINE_string(
 )
 flags.DEFINE_integer("num_threads", None, "TensorFlow thread pool size (default: TF's own).")
 flags.DEFINE_bool("check_numerics", False, "Stop at the first op that produces a NaN/Inf.")
+flags.DEFINE_integer("keep_checkpoints", checkpoints.KEEP_CHECKPOINTS, checkpoints.KEEP_HELP)
 for _name in ("model_dir", "environment", "train_steps"):
     flags.mark_flag_as_required(_name)
 
@@ -84,6 +85,7 @@ def main(argv):
             log_every_n_steps=FLAGS.log_every_n_steps,
             num_draws=FLAGS.num_draws,
             seed=FLAGS.seed,
+            keep_checkpoints=FLAGS.keep_checkpoints,
         )
         result = train_infilling_unet(
             model_dir=FLAGS.model_dir,

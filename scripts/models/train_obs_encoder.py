@@ -11,7 +11,7 @@ rl755.models.encoders.train.train_obs_encoder.
 
 from absl import app, flags
 
-from rl755.common import determinism, tf_setup
+from rl755.common import checkpoints, determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -34,6 +34,7 @@ flags.DEFINE_string(
 )
 flags.DEFINE_integer("seed", 0, "Seed of the initial weights, frame sampling and shuffling.")
 flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
+flags.DEFINE_integer("keep_checkpoints", checkpoints.KEEP_CHECKPOINTS, checkpoints.KEEP_HELP)
 for _name in ("model_dir", "train_steps", "environment", "model"):
     flags.mark_flag_as_required(_name)
 
@@ -61,6 +62,7 @@ def main(argv):
             run_flags=run_record.flags_dict(),
             seed=FLAGS.seed,
             deterministic=FLAGS.deterministic,
+            keep_checkpoints=FLAGS.keep_checkpoints,
         )
 
 

@@ -16,7 +16,7 @@ docs/stages/train-sequential.md. Library: rl755.models.sequential.train.train_se
 
 from absl import app, flags
 
-from rl755.common import determinism, tf_setup
+from rl755.common import checkpoints, determinism, tf_setup
 
 tf_setup.quiet()
 
@@ -86,6 +86,7 @@ flags.DEFINE_integer(
     "separate CPU cores (same loss; default: one per core with XLA on CPUs and autoregressive "
     "training, else 1; 1: one call).",
 )
+flags.DEFINE_integer("keep_checkpoints", checkpoints.KEEP_CHECKPOINTS, checkpoints.KEEP_HELP)
 flags.DEFINE_enum(
     "task",
     "autoregressive",
@@ -151,6 +152,7 @@ def main(argv):
             task=FLAGS.task,
             initial_weights=FLAGS.initial_weights,
             batch_shards=FLAGS.batch_shards,
+            keep_checkpoints=FLAGS.keep_checkpoints,
         )
 
 

@@ -1,36 +1,14 @@
 """tf.data access to sharded rollout datasets, streamed (never the whole dataset in memory).
 
-A concrete dataset names its environment and a tfrecords glob pattern with a `{split}`
-placeholder ("train" or "validation"). `RawRolloutsInDirectory` and
-`EncodedRolloutsInDirectory` read the default locations under the data dir; rl755.data.registry
-derives one class per environment and per zoo encoder from them:
-
     RawRollouts = rl755.data.registry.raw_rollouts_class("CAR_RACING")
     ds = RawRollouts().random_rollout_observations(obs_sampled_per_rollout=100)   # uint8 [96, 96, 3]
     ds = RawRollouts().rollouts_ds("validation")     # {"observations": uint8 [T, 96, 96, 3], ...}
 
-Any builder also takes `tfrecords_pattern=` to read data somewhere else (tests, ad-hoc runs).
-Stages call `check_shards(split)` before spending compute (a truncated or damaged file fails
-naming it) and read inside `naming_bad_shards(split)`, which names the file of a DataLossError.
-
-Element structures:
-  rollouts_ds:
-    {"observations": uint8 [T, H, W, C] (raw) or float32 [T, Z] (encoded),
-     "actions": float32 [T, A], "rewards": float32 [T], "done": bool [],
-     "observation_std_devs": float32 [T, Z] (encoded datasets that have them)}
-  random_rollout_slices_ds(L): the same keys with T = L (rollouts shorter than L are skipped),
-    "done" dropped.
-  random_rollout_observations: uint8 [H, W, C]
-  get_autoregressive_slices(L):
-    {"inputs": float32 [L, Z + A]   concat(z_t, a_t)
-     "targets": float32 [L, Z]      z_{t+1}, or z_{t+1} - z_t with difference_targets
-     "rewards": float32 [L]         reward_t (follows a_t)
-     "dones": float32 [L]           1.0 where the episode terminated after step t
-     "mask": float32 [L]            1.0 where step t exists (0.0 = padding)
-     "target_mask": float32 [L]}    1.0 where z_{t+1} exists (the last step of a rollout has
-                                    reward and done targets but no next observation)
-    with rollout_ids=True also "rollout_id": int64 [], `rollout_fingerprint` of the slice's
-    rollout (retrieval models leave their own rollout out of what they retrieve)
+A concrete dataset names its environment and a tfrecords glob pattern with a `{split}`
+placeholder ("train" or "validation"); rl755.data.common.directories has the default places.
+Stages call `check_shards(split)` before spending compute and read inside
+`naming_bad_shards(split)`, which names the file of a DataLossError. Each method's docstring
+gives its elements' shapes.
 """
 
 from __future__ import annotations
@@ -40,7 +18,7 @@ import os
 
 import tensorflow as tf
 
-from rl755.common import config, determinism, shard_checks, sharded_io
+from rl755.common import determinism, shard_checks, sharded_io
 from rl755.common.structs import decode_frames, parse_rollout_tensors
 from rl755.environments import Environments
 
@@ -133,7 +111,10 @@ class RolloutDatasetBuilder(abc.ABC):
     def rollouts_ds(
         self, split: str = "train", repeat: bool = False, shuffle_files: bool = True
     ) -> tf.data.Dataset:
-        """Whole rollouts (see module docstring), read in parallel from all shards."""
+        """Whole rollouts, read in parallel from all shards: {"observations": uint8
+        [T, H, W, C] (raw) or float32 [T, Z] (encoded), "actions": float32 [T, A], "rewards":
+        float32 [T], "done": bool [], "observation_std_devs": float32 [T, Z] (encoded datasets
+        that have them)}."""
         return self._raw_rollouts_ds(split, repeat, shuffle_files).map(
             self._parser(), num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files
         )
@@ -145,7 +126,8 @@ class RolloutDatasetBuilder(abc.ABC):
         repeat: bool = False,
         shuffle_files: bool = True,
     ) -> tf.data.Dataset:
-        """One random contiguous slice of `slice_size` steps from each rollout."""
+        """One random contiguous slice of `slice_size` = L steps from each rollout: the keys of
+        `rollouts_ds` with T = L, "done" dropped (rollouts shorter than L are skipped)."""
         _check_positive(slice_size=slice_size)
 
         def take_slice(r):
@@ -300,7 +282,11 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         slice_start: str = "uniform",
         rollout_ids: bool = False,
     ) -> tf.data.Dataset:
-        """Teacher-forcing slices for sequential models; see the module docstring.
+        """Teacher-forcing slices for sequential models, L = `sequence_length`:
+        {"inputs": float32 [L, Z + A] concat(z_t, a_t), "targets": float32 [L, Z] z_{t+1} (or
+        z_{t+1} - z_t), "rewards" [L] reward_t, "dones" [L] 1.0 where the episode terminated
+        after step t, "mask" [L] 1.0 where step t exists, "target_mask" [L] 1.0 where z_{t+1}
+        exists}; with `rollout_ids` also "rollout_id": int64 [] (`rollout_fingerprint`).
 
         One slice of up to `sequence_length` steps per rollout, padded (mask 0) where it runs
         past the end. `slice_start="episode_start"` starts every slice at the rollout's first
@@ -371,67 +357,3 @@ def _check_positive(**values) -> None:
     for name, value in values.items():
         if int(value) <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value}.")
-
-
-class RawRolloutsInDirectory(RawImageRolloutDatasetBuilder):
-    """Raw rollouts of `ENVIRONMENT` under `<data_dir>/<env folder>/raw_rollouts/` (stage 1's
-    default output), or wherever `tfrecords_pattern=` points."""
-
-    ENVIRONMENT: Environments
-
-    def _environment(self) -> Environments:
-        return self.ENVIRONMENT
-
-    def _tfrecords_pattern(self) -> str:
-        folder = self.environment.folder_name
-        return str(config.env_data_dir(folder) / "raw_rollouts" / "rollouts-{split}*.tfrecord-*")
-
-
-class EncodedRolloutsInDirectory(EncodedRolloutDatasetBuilder):
-    """Encoded rollouts under `<data_dir>/<env folder>/encoded_rollouts/<subdir>/`.
-
-    Subclasses set `ENVIRONMENT` and `SUBDIR` (and optionally `OUT_NAME`,
-    `REPRESENTATION_SIZE`). The representation size comes from the directory's
-    `dataset_info.json` (written by scripts/data_gen/encode_raw_rollouts.py) unless given.
-    """
-
-    ENVIRONMENT: Environments
-    SUBDIR: str = "vae"
-    OUT_NAME: str = "encoded"
-    REPRESENTATION_SIZE: int | None = None
-
-    def __init__(
-        self, tfrecords_pattern: str | None = None, representation_size: int | None = None
-    ):
-        super().__init__(tfrecords_pattern)
-        self._representation_size = representation_size or self.REPRESENTATION_SIZE
-
-    def _environment(self) -> Environments:
-        return self.ENVIRONMENT
-
-    def directory(self) -> str:
-        return str(
-            config.env_data_dir(self.environment.folder_name) / "encoded_rollouts" / self.SUBDIR
-        )
-
-    def _tfrecords_pattern(self) -> str:
-        return os.path.join(self.directory(), self.OUT_NAME + "-{split}*.tfrecord-*")
-
-    def representation_size(self) -> int:
-        if self._representation_size is None:
-            pattern_dir = os.path.dirname(self.tfrecords_pattern())
-            info = sharded_io.read_dataset_info(pattern_dir) or {}
-            size = info.get("representation_size")
-            if size is None:
-                raise FileNotFoundError(
-                    f"{type(self).__name__}: no representation_size known: {pattern_dir} has no "
-                    "dataset_info.json. Encode rollouts there first "
-                    "(scripts/data_gen/encode_raw_rollouts.py) or pass representation_size=."
-                )
-            self._representation_size = int(size)
-        return self._representation_size
-
-    def _has_std_devs(self) -> bool:
-        pattern_dir = os.path.dirname(self.tfrecords_pattern())
-        info = sharded_io.read_dataset_info(pattern_dir) or {}
-        return bool(info.get("has_std_devs", True))

@@ -112,10 +112,21 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 class SaveEveryPeriod(keras.callbacks.Callback):
     """At the end of each fit epoch (= each save period): checkpoint, PNG, TensorBoard.
 
-    `result` (a train_encoder.TrainResult) collects the steps, losses and checkpoints."""
+    `result` (a train.TrainResult) collects the steps, losses and checkpoints; the newest
+    `keep_checkpoints` and the best are kept (rl755.common.checkpoints)."""
 
-    def __init__(self, model_dir, info, sample_frames, logs: TrainingLogs, result, batch_size: int):
+    def __init__(
+        self,
+        model_dir,
+        info,
+        sample_frames,
+        logs: TrainingLogs,
+        result,
+        batch_size: int,
+        keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS,
+    ):
         super().__init__()
+        self.keep_checkpoints = keep_checkpoints
         self.model_dir = model_dir
         self.info = info
         self.sample_frames = sample_frames
@@ -155,9 +166,13 @@ class SaveEveryPeriod(keras.callbacks.Callback):
             self.logs.image("validation", step, "images/reconstructions", grid)
         self.logs.flush()
         info = dict(self.info, step=step, train_loss=train_loss, validation_loss=val_loss)
+        info[checkpoints.BEST] = checkpoints.is_new_best(
+            self.model_dir, "validation_loss", val_loss
+        )
         if grid is not None:
             info["reconstructions_png"] = png_name
         ckpt = checkpoints.save_checkpoint(self.model_dir, number, self.model, info)
+        checkpoints.remove_older_checkpoints(self.model_dir, self.keep_checkpoints)
         self.result.step = step
         self.result.checkpoint = ckpt.weights_path
         if train_loss is not None:

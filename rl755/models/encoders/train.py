@@ -4,29 +4,10 @@
                       model="vae.Vae", batch_size=100, representation_size=32,
                       save_every_n_steps=1000, obs_sampled_per_rollout=100, learning_rate=1e-4)
 
-Data: the environment's `RawRollouts` (rl755.data.registry; or `rollouts_pattern=`), frames
-sampled with `random_rollout_observations` (uint8 [H, W, C], `obs_sampled_per_rollout` per
-rollout, parallel reads and decodes of only the sampled frames), shuffle buffer 1000, batches
-of `batch_size` (uint8 [B, H, W, C]), prefetch. Nothing loads the whole dataset.
-
-Outputs in `model_dir` (every file written to a temporary name, then renamed):
-    model-001.json, model-001.weights.h5 (+ optimizer state)
-                                      a checkpoint (rl755.common.checkpoints) every
-                                      save_every_n_steps
-    model-001.reconstructions.png     validation frames (top) and reconstructions (bottom)
-    tensorboard/{train,validation}/   losses/total, perf/{steps,images}_per_second,
-                                      images/reconstructions, the run's flags
-                                      (rl755.common.tensorboard)
-    runs/*.json                       run records (flags, git commit, status)
-
-Rerunning with the same `model_dir` resumes from the newest complete checkpoint: weights,
-optimizer state and step count, so the continued run equals an uninterrupted one up to
-data order. Asking for no more steps than are done returns at once, saying so.
-
-Bad input fails before any output: every shard is checked to read to the end first
-(rl755.common.shard_checks; a BadInput names each broken file and the finder script). A
-damaged record met during training also ends in a BadInput naming the file; a run that
-fails before its first checkpoint leaves nothing in `model_dir` but its failed run record.
+Frames are sampled from the environment's `RawRollouts` (or `rollouts_pattern=`), streamed.
+Rerunning with the same `model_dir` resumes from the newest complete checkpoint. Bad input
+(a broken shard, a bad flag) fails before any output, naming the file or flag.
+docs/architecture.md describes what a model dir holds.
 """
 
 from __future__ import annotations
@@ -180,6 +161,7 @@ def train_obs_encoder(
     verbose: int | None = None,
     seed: int = 0,
     deterministic: bool | None = None,
+    keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS,
 ) -> TrainResult:
     """Trains (or resumes training) an encoder; see the module docstring.
 
@@ -195,6 +177,7 @@ def train_obs_encoder(
         posterior samples (`rl755.common.determinism.configure`).
       deterministic: TensorFlow op determinism; None: on without a GPU.
       run_flags: flags for the run record and TensorBoard (default: the arguments).
+      keep_checkpoints: rl755.common.checkpoints.KEEP_HELP.
     """
     for name, value in dict(
         train_steps=train_steps,
@@ -202,6 +185,7 @@ def train_obs_encoder(
         representation_size=representation_size,
         save_every_n_steps=save_every_n_steps,
         obs_sampled_per_rollout=obs_sampled_per_rollout,
+        keep_checkpoints=keep_checkpoints,
     ).items():
         if int(value) <= 0:
             raise ValueError(f"--{name} must be a positive integer, got {value}.")
@@ -293,7 +277,9 @@ def train_obs_encoder(
         logs.hparams(flags, step=done)
         callbacks = [
             StopOnNonFiniteLoss(model_dir, train_steps=train_steps, batch_size=batch_size),
-            SaveEveryPeriod(model_dir, info, sample_frames, logs, result, batch_size),
+            SaveEveryPeriod(
+                model_dir, info, sample_frames, logs, result, batch_size, keep_checkpoints
+            ),
         ]
         if verbose is None:
             verbose = 1 if sys.stdout.isatty() else 2

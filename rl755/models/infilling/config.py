@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rl755.common import checkpoints
 from rl755.common.errors import BadInput
 from rl755.models.infilling import data
 
@@ -41,6 +42,8 @@ class InfillConfig:
       log_every_n_steps: progress lines and TensorBoard points (None: min(100, save every)).
       num_draws: draws per validation example for the diversity measure (>= 2).
       seed: weight initialization, and with the step the masks and noise.
+      keep_checkpoints: the newest checkpoints kept, besides the one of the lowest validation
+        reconstruction loss (rl755.common.checkpoints).
     """
 
     task: str = "next_frame"
@@ -60,6 +63,7 @@ class InfillConfig:
     log_every_n_steps: int | None = None
     num_draws: int = 4
     seed: int = 0
+    keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS
 
     def __post_init__(self):
         data.check_task(self.task)
@@ -68,7 +72,8 @@ class InfillConfig:
                 f"Unknown --reconstruction_loss {self.reconstruction_loss!r}; valid: "
                 f"{', '.join(RECONSTRUCTION_LOSSES)}."
             )
-        for name in ("context_frames", "batch_size", "train_steps", "save_every_n_steps"):
+        positive = ("context_frames", "batch_size", "train_steps", "save_every_n_steps")
+        for name in (*positive, "keep_checkpoints"):
             if int(getattr(self, name)) <= 0:
                 raise BadInput(f"--{name} must be a positive integer, got {getattr(self, name)}.")
         for name in ("noise_size", "validation_steps"):

@@ -28,7 +28,7 @@ from rl755.common.errors import BadInput
 from rl755.environments import Environments
 from rl755.models.encoders.train import check_raw_rollouts, raw_rollouts_builder
 from rl755.models.infilling import data, metrics, pictures
-from rl755.models.unet.train import load_infilling_unet
+from rl755.models.infilling.saved import load_infilling_unet
 
 BASELINE = "copy t-1"
 SAME_KEYS = ("environment", "task", "context_frames")

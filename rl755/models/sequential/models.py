@@ -186,7 +186,7 @@ class HeadedSequentialModel(SequentialModel):
 
     def combine_loss_terms(self, terms: dict) -> tf.Tensor:
         """Weighted sum of per-term means. Keep it linear in the terms: the trainer adds it
-        up over parts of a batch (`sequential_loop`, batch_shards)."""
+        up over parts of a batch (rl755.models.sequential.sharding, batch_shards)."""
         return tf.add_n([self.loss_weights[k] * v for k, v in terms.items()])
 
     def get_loss_fn(self):

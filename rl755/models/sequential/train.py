@@ -24,7 +24,7 @@ from absl import logging
 from rl755.common import checkpoints, determinism, devices, run_record, tf_setup
 from rl755.environments import Environments
 from rl755.models.common.sequential import SequentialModel
-from rl755.models.sequential import loop
+from rl755.models.sequential import data, loop, resume, sharding
 from rl755.models.sequential.results import TrainingResult
 
 
@@ -72,6 +72,7 @@ def train_sequential_model(
     min_learning_rate: float = 0.0,
     clip_norm: float = 0.0,
     batch_shards: int | None = None,
+    keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS,
 ) -> TrainingResult:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
@@ -88,7 +89,8 @@ def train_sequential_model(
     (`fit_sequential_model`). `learning_rate_decay`, `min_learning_rate`, `clip_norm`: Adam's
     schedule and gradient clipping (`fit_sequential_model`; defaults: constant, none).
     `batch_shards`: parts of each replica's batch run in parallel (`fit_sequential_model`;
-    None: by cores). Returns `fit_sequential_model`'s `TrainingResult`."""
+    None: by cores). `keep_checkpoints`: rl755.common.checkpoints.KEEP_HELP. Returns
+    `fit_sequential_model`'s `TrainingResult`."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.models.sequential import tasks
 
@@ -99,7 +101,9 @@ def train_sequential_model(
     env = Environments.from_name(environment)
     model_fn = resolve_model_fn(env, model)
     dataset_cls = resolve_rollouts_dataset(env, rollouts_dataset)
-    for name, value in dict(sequence_length=sequence_length, train_steps=train_steps).items():
+    for name, value in dict(
+        sequence_length=sequence_length, train_steps=train_steps, keep_checkpoints=keep_checkpoints
+    ).items():
         if int(value) <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value}.")
     training_task = tasks.resolve_task(task)
@@ -115,7 +119,7 @@ def train_sequential_model(
     probe = model_fn()
     if not isinstance(probe, SequentialModel):
         raise TypeError(f"--model={model} gives {type(probe).__name__}, not a SequentialModel.")
-    loop.check_sizes(
+    data.check_sizes(
         probe,
         builder.representation_size(),
         builder.action_size,
@@ -123,7 +127,7 @@ def train_sequential_model(
     )
     tasks.check_model_trains_on(probe, training_task)
     if batch_shards is not None:  # (a requested count is checked before anything is written)
-        loop.choose_batch_shards(
+        sharding.choose_batch_shards(
             batch_shards, batch_size // strategy.num_replicas_in_sync, True, training_task
         )
     rollout_ids = bool(probe.needs_rollout_ids)
@@ -147,6 +151,7 @@ def train_sequential_model(
             min_learning_rate=min_learning_rate,
             clip_norm=clip_norm,
             batch_shards=batch_shards,
+            keep_checkpoints=keep_checkpoints,
             difference_targets=difference_targets,
             save_every_n_steps=save_every_n_steps,
             validation_steps=validation_steps,
@@ -171,7 +176,7 @@ def train_sequential_model(
         del probe
         return loop.fit_sequential_model(
             model_fn=model_fn,
-            dataset_fn=loop.autoregressive_dataset_fn(
+            dataset_fn=data.autoregressive_dataset_fn(
                 builder,
                 sequence_length,
                 sample_observations,
@@ -197,6 +202,7 @@ def train_sequential_model(
             min_learning_rate=min_learning_rate,
             clip_norm=clip_norm,
             batch_shards=batch_shards,
+            keep_checkpoints=keep_checkpoints,
         )
 
 
@@ -233,7 +239,7 @@ def _old_format_checkpoints(model_dir: str) -> list[checkpoints.Checkpoint]:
     import os
     import re
 
-    info_path = os.path.join(model_dir, loop.OLD_FORMAT_FILE)
+    info_path = os.path.join(model_dir, resume.OLD_FORMAT_FILE)
     if not os.path.exists(info_path):
         return []
     with open(info_path) as f:

@@ -7,35 +7,10 @@
         dataset_fn=lambda split: windows_of(split),   # unbatched frame_windows, repeating
         model_dir="/tmp/unet", config=InfillConfig(adversarial_weight=0.05, train_steps=1000))
 
-Each step draws masks and noise from the seed pair (seed, step) (rl755.models.infilling.data),
-runs the generator once, and (GAN) updates the discriminator on the real frame
-against that output and the generator on
-
-    reconstruction_weight * reconstruction + adversarial_weight * adversarial
-    (+ mode_seeking_weight * mode_seeking)
-
-reconstruction: the squared (l2) or absolute (l1) error per masked pixel; adversarial: the
-non-saturating GAN loss -log D(G) averaged over the patches; discriminator: -log D(real) -
-log(1 - D(G)); mode_seeking (Mao et al. 2019, MSGAN): 1 / (|G(z1) - G(z2)| / |z1 - z2| + 1e-5)
-from a second draw, which punishes a generator that ignores its noise. Both use Adam with
-beta_1 = 0.5 (pix2pix's setting), also without the discriminator, so the two runs differ only
-in the loss.
-
-`model_dir` (rerunning with the same model_dir resumes exactly: both networks' weights, both
-optimizers' states, the step; masks and noise are keyed by step, so only the data order
-differs from an uninterrupted run):
-    model-001.json                      marker: step, what was trained, losses, measures
-    model-001.weights.h5                the generator     (rl755.common.checkpoints roles:
-    model-001.optimizer.npz             its Adam state      weights, optimizer,
-    model-001.discriminator.weights.h5  the discriminator   discriminator,
-    model-001.discriminator_optimizer.npz                   discriminator_optimizer)
-    model-001.infills.png               validation examples, a row each: the K context frames,
-                                        frame t masked (grey), frame t, the draws
-    tensorboard/train/                  losses/{total,reconstruction,adversarial,discriminator,
-                                        mode_seeking}, perf/{steps,frames}_per_second, hparams
-    tensorboard/validation/             losses/reconstruction, eval/{ssim, sample_diversity,
-                                        laplacian_variance_ratio, best_of_draws_mse, mse},
-                                        images/infills
+Each step draws masks and noise from (seed, step) (rl755.models.infilling.data), runs the
+generator once and (GAN) updates the discriminator, then the generator on the weighted sum of
+the reconstruction, adversarial and mode-seeking losses. Rerunning with the same model_dir
+resumes exactly; docs/architecture.md lists the losses and what a model dir holds.
 """
 
 from __future__ import annotations
@@ -327,10 +302,15 @@ def fit_infilling_unet(
                     )
                 number += 1
                 marker = dict(info, step=step, train_terms=terms, validation=result["validation"])
+                marker["validation_loss"] = result["validation"].get("reconstruction")
+                marker[checkpoints.BEST] = checkpoints.is_new_best(
+                    model_dir, "validation_loss", marker["validation_loss"]
+                )
                 if grid is not None:
                     marker["infills_png"] = checkpoints.file_name(number, ".infills.png")
                     pictures.image(grid).save(os.path.join(model_dir, marker["infills_png"]))
                 ckpt = nets.save(model_dir, number, marker)
+                checkpoints.remove_older_checkpoints(model_dir, config.keep_checkpoints)
                 result["checkpoint"] = ckpt.weights_path
                 logs.flush()
                 logging.info("Saved %s (step %d).", ckpt.weights_path, step)

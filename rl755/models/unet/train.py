@@ -1,9 +1,10 @@
-"""Train the infilling U-Net on raw rollouts (scripts/models/train_infilling_unet.py), load it back.
+"""Train the infilling U-Net on raw rollouts (scripts/models/train_infilling_unet.py).
 
     train_infilling_unet(model_dir="runs/unet_gan", environment="DOOM_TAKE_COVER",
                          model="unet.infilling_unet",
                          config=InfillConfig(adversarial_weight=0.05, train_steps=3000))
-    generator, info = load_infilling_unet("runs/unet_gan")     # newest checkpoint
+
+rl755.models.infilling.saved.load_infilling_unet loads a trained one back.
 
 Where it sits among the five stages: it reads stage 1's raw rollouts, like the stage-2
 encoder, and is trained beside it; what it learns is an observation-level world model (the
@@ -20,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from rl755.common import checkpoints, run_record, tf_setup
+from rl755.common import run_record, tf_setup
 from rl755.common.errors import BadInput
 from rl755.environments import Environments
 from rl755.models import catalogue
@@ -115,27 +116,3 @@ def train_infilling_unet(
             hparams=flags,
             check_numerics=check_numerics,
         )
-
-
-def load_infilling_unet(model_dir: str, step: int | None = None) -> tuple[InfillingUNet, dict]:
-    """(generator with the weights of the newest checkpoint, or the one at `step`; its
-    marker: environment, model, task, context_frames, noise_size, use_actions, ...)."""
-    ckpt = checkpoints.checkpoint_at(
-        str(model_dir),
-        step,
-        "train one with scripts/models/train_infilling_unet.py --model_dir=...",
-    )
-    info = dict(ckpt.info)
-    if "task" not in info or "noise_size" not in info:
-        raise ValueError(f"{model_dir} holds no infilling U-Net ({ckpt.weights_path}).")
-    generator = catalogue.build(
-        info["environment"],
-        info["model"],
-        kind=catalogue.INFILLING,
-        context_frames=info["context_frames"],
-        noise_size=info["noise_size"],
-        use_actions=info["use_actions"],
-        filters=tuple(info["unet_filters"]),
-    ).build_for_frames()
-    checkpoints.load_weights_checked(generator, ckpt.weights_path)
-    return generator, info
