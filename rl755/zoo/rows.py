@@ -1,8 +1,6 @@
 """The trained models rl755 knows: one `ZooModel` row each (flags exactly as they were run).
 
-Add a row after training a model worth keeping; its saved_models function, "train it first"
-message, dataset name (encoders) and table row of docs/guides/zoo.md follow from it
-(`python scripts/dev/zoo_table.py --write` updates the page).
+Add a row after training a model worth keeping, then `python scripts/dev/zoo_table.py --write`.
 """
 
 from __future__ import annotations
@@ -21,10 +19,7 @@ _FAKE_SEQ = (
     "--rollouts_dataset=RawRolloutVae4ld --train_steps=200 --batch_size=8 --sequence_length=8 "
     "--save_every_n_steps=100 --sample_observations"
 )
-_DOOM_SEQ = (
-    "--rollouts_dataset=RawRolloutVae64ld --batch_size=32 --sequence_length=100 "
-    "--learning_rate=1e-3"
-)
+_DOOM_SEQ = "--rollouts_dataset=RawRolloutVae64ld --batch_size=32 --sequence_length=100 --learning_rate=1e-3"
 
 MODELS: tuple[ZooModel, ...] = (
     # ---- CAR_RACING ----------------------------------------------------------------------------
