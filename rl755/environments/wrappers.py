@@ -228,7 +228,12 @@ class OneHotActions(gym.ActionWrapper):
     def __init__(self, env: gym.Env):
         super().__init__(env)
         if not isinstance(env.action_space, gym.spaces.Discrete):
-            raise TypeError(f"OneHotActions needs a Discrete action space, got {env.action_space}.")
+            raise TypeError(
+                f"OneHotActions plays one-hot actions on a Discrete action space, but this "
+                f"environment's action_space reads as {env.action_space}. An entry with "
+                "num_discrete_actions needs an environment whose action space is Discrete(n) (or "
+                "an object with `n`); a box of actions takes action_low/action_high instead."
+            )
         self._start = int(env.action_space.start)
         self.action_space = OneHotBox(int(env.action_space.n))
 

@@ -105,10 +105,10 @@ for _name in ("num_rollouts", "policy"):
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.common.errors import BadInput
+    from rl755.common.errors import exit_on_bad_input
     from rl755.data_gen.collect import collect_rollouts, parse_policy_kwargs
 
-    try:
+    with exit_on_bad_input():
         summary = collect_rollouts(
             environment=FLAGS.environment,
             policy=FLAGS.policy,
@@ -131,8 +131,6 @@ def main(argv):
             run_flags=run_record.flags_dict(),
             deterministic=FLAGS.deterministic,
         )
-    except BadInput as e:
-        raise app.UsageError(str(e)) from e
     logging.info(
         "Wrote %d files (%d rollouts, %d frames, %.1f MB) to %s; skipped %d existing; seed %d.",
         summary["written"],
