@@ -78,3 +78,16 @@ class Catch:
         frame[row, col] = (255, 255, 255)
         frame[self.size - 1, self._paddle - 1 : self._paddle + 2, 1] = 200
         return frame
+
+
+class AttributeSeededCatch(Catch):
+    """Catch seeded through an attribute: `reset()` draws from `seed_value` when it was set
+    since the last reset (for entries with `seed_attribute="seed_value"`)."""
+
+    seed_value: int | None = None
+
+    def reset(self):
+        if self.seed_value is not None:
+            self._rng = np.random.RandomState(self.seed_value)
+            self.seed_value = None
+        return super().reset()
