@@ -255,11 +255,11 @@ def for_environment(preset: Preset, environment: str | None) -> Preset:
     The preset itself when the environment is its own. Otherwise the same stage sizes
     (steps, batches, rollouts, CMA-ES) with the models sized by the environment's
     `ModelPresets` (Z = its representation_size; the catalogue sizes the rest), collection by
-    its first tuned exploration policy (rl755.policies.TUNED) or else the generic
-    `RandomPolicy`, and the stages connected by the run's own directories (no zoo rows).
+    `rl755.policies.exploration_policy` (its first tuned one, else the generic
+    `RandomPolicy`), and the stages connected by the run's own directories (no zoo rows).
     """
     from rl755.environments import Environments
-    from rl755.policies.registry import TUNED
+    from rl755.policies import exploration_policy
 
     if environment is None:
         return preset
@@ -267,7 +267,7 @@ def for_environment(preset: Preset, environment: str | None) -> Preset:
     if env.name == preset.environment:
         return preset
     z = env.presets.representation_size
-    policy = next(iter(TUNED.get(env.name, {})), "RandomPolicy")
+    policy = exploration_policy(env)
     return dataclasses.replace(
         preset,
         environment=env.name,
