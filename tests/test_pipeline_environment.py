@@ -128,8 +128,8 @@ def test_an_unknown_environment_is_one_line_and_leaves_nothing(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "scripts/pipeline.py: --environment: Unknown environment 'NOPE'. Valid --environment "
-        f"values: {', '.join(Environments.names())}. To add one, see README 'Adding an "
-        "environment'."
+        f"values: {', '.join(Environments.names())}. To add one, see "
+        "docs/guides/new-environment.md."
     ]
     assert not os.path.exists(tmp_path / "run")
 
