@@ -19,6 +19,7 @@ from rl755.environments import Environments, EnvironmentSpec, ModelPresets
 from rl755.environments.wrappers import make_from_constructor
 
 GUIDE = os.path.join(REPO, "docs", "guides", "new-environment.md")
+BASH = shutil.which("bash")
 
 
 def _blocks(kind: str) -> list[str]:
@@ -41,7 +42,7 @@ def _run(command: str, tmp_path, env_extra=None) -> subprocess.CompletedProcess:
         **(env_extra or {}),
     )
     # `python` is this interpreter; $VARIABLES and quotes as a shell reads them.
-    argv = ["bash", "-c", re.sub(r"^python ", f"{sys.executable} ", command)]
+    argv = [BASH, "-c", re.sub(r"^python ", f"{sys.executable} ", command)]
     return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
 
 
@@ -118,9 +119,8 @@ def test_the_guides_larger_pipeline_commands_are_valid(tmp_path):
         "demo",
         "world_models",
     ]
-    no_slurm = os.pathsep.join(
-        d for d in os.environ["PATH"].split(os.pathsep) if not shutil.which("sbatch", path=d)
-    )
+    no_slurm = os.path.dirname(sys.executable)  # the interpreter's bin, without sbatch
+    assert shutil.which("sbatch", path=no_slurm) is None
     for command in commands[1:]:
         out = tmp_path / command.split("--out_dir=")[1].split()[0]
         command = re.sub(r"--out_dir=\S+", f"--out_dir={out}", command)
