@@ -179,6 +179,8 @@ def make_from_constructor(
         if not helped and reproducible and not callable(getattr(env, "seed", None)):
             takes = [w for w in _SEED_WORDS if w in _parameters(cls)]
             hint = f'seed_argument="{takes[0]}"' if takes else 'seed_argument="<its argument>"'
+            if callable(getattr(env, "close", None)):
+                env.close()
             raise BadInput(
                 f"{name}: {constructor} has no seed() method and the entry says neither "
                 "seed_argument nor seed_attribute, so reset(seed=...) would be ignored. "
