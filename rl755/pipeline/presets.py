@@ -10,6 +10,11 @@ business: `rl755.pipeline.resources`).
 
     preset = PRESETS["demo"]
     preset.train_encoder["representation_size"]     # 32 (scripts/models/train_obs_encoder.py)
+    get_preset("demo", "DOOM_TAKE_COVER").train_encoder["representation_size"]   # 64
+
+Every preset runs on any environment of the table (`for_environment`, `scripts/pipeline.py
+--environment`): its sizes, with the models sized by the environment's `ModelPresets` and
+the stages connected by the run's own directories instead of zoo names.
 """
 
 from __future__ import annotations
