@@ -176,3 +176,29 @@ def test_a_box_where_the_entry_declares_discrete_actions_says_why():
     message = str(e.value)
     assert "reads as Box(-inf, inf, (17,), float32)" in message
     assert "num_discrete_actions" in message and "action_low/action_high" in message
+
+
+def test_a_run_that_made_its_directory_and_fails_on_bad_input_removes_it(tmp_path):
+    from rl755.common import run_record
+
+    with pytest.raises(BadInput):
+        with run_record.record_run(tmp_path / "new", {}, "s"):
+            raise BadInput("--x: wrong")
+    assert not os.path.exists(tmp_path / "new")
+    # A directory that was there, or that holds other outputs now, keeps the failed record.
+    (tmp_path / "old").mkdir()
+    with pytest.raises(BadInput):
+        with run_record.record_run(tmp_path / "old", {}, "s"):
+            raise BadInput("--x: wrong")
+    (record,) = run_record.read_records(str(tmp_path / "old"))
+    assert record["status"] == "failed" and record["error"] == "BadInput: --x: wrong"
+    with pytest.raises(BadInput):
+        with run_record.record_run(tmp_path / "made", {}, "s"):
+            (tmp_path / "made" / "checkpoint").write_text("x")
+            raise BadInput("--x: wrong")
+    assert len(run_record.read_records(str(tmp_path / "made"))) == 1
+    # Other failures keep their record too.
+    with pytest.raises(ValueError):
+        with run_record.record_run(tmp_path / "other", {}, "s"):
+            raise ValueError("a bug")
+    assert len(run_record.read_records(str(tmp_path / "other"))) == 1

@@ -239,5 +239,6 @@ def test_catch_on_slurm_makes_what_the_local_run_makes(catch_run, tmp_path):
     summary = json.loads((out / "pipeline_summary.json").read_text())
     assert all(r["status"] == "ok" for r in summary["stages"]), summary["stages"]
     assert summary["preset"]["environment"] == "CATCH"
-    assert summary["preset"] == dataclasses.asdict(pipeline.get_preset("tiny", "CATCH"))
+    preset = dataclasses.asdict(pipeline.get_preset("tiny", "CATCH"))
+    assert summary["preset"] == json.loads(json.dumps(preset))  # (tuples are lists in JSON)
     assert summary["scores"]["controller"]["mean"] is not None
