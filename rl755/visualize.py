@@ -278,10 +278,17 @@ def predicted_frames_for_registry(
 ) -> str:
     """Draws predicted frames for the first validation rollout with registered models."""
     from rl755 import zoo
-    from rl755.data import registry
 
     encoder = zoo.get(env, encoder_name, kind=zoo.ENCODER)()
     seq = zoo.get(env, sequential_name, kind=zoo.SEQUENTIAL)()
+    return predicted_frames_of_models(env, encoder, seq, out_path, num_steps)
+
+
+def predicted_frames_of_models(env, encoder, seq, out_path: str, num_steps: int = 8) -> str:
+    """Draws predicted frames of loaded models for the first validation rollout (else train)
+    of `env`'s RawRollouts with at least 2 * num_steps + 1 steps; returns `out_path`."""
+    from rl755.data import registry
+
     raw = registry.raw_rollouts_class(env)()
     rollout = None
     for split in ("validation", "train"):

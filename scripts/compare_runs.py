@@ -3,6 +3,7 @@
     python scripts/pipeline.py --preset=tiny --seed=3 --out_dir=/tmp/A
     python scripts/pipeline.py --preset=tiny --seed=3 --out_dir=/tmp/B
     python scripts/compare_runs.py /tmp/A /tmp/B --preset=tiny
+    python scripts/compare_runs.py /tmp/C /tmp/D --preset=tiny --environment=CATCH
 
 Prints one row per stage (identical, or the first differing file, array and the largest
 absolute difference) and exits 1 if any stage differs. Library: rl755.pipeline.compare.
@@ -18,6 +19,9 @@ tf_setup.quiet()
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", "demo", "The preset both runs used (scripts/pipeline.py --preset).")
+flags.DEFINE_string(
+    "environment", None, "The --environment both runs used (default: the preset's own)."
+)
 
 
 def main(argv):
@@ -26,7 +30,9 @@ def main(argv):
     from rl755 import pipeline
     from rl755.pipeline import compare
 
-    diffs = compare.compare_runs(argv[1], argv[2], pipeline.get_preset(FLAGS.preset))
+    diffs = compare.compare_runs(
+        argv[1], argv[2], pipeline.get_preset(FLAGS.preset, FLAGS.environment)
+    )
     print(compare.format_diffs(diffs))
     first = compare.first_difference(diffs)
     if first is not None:

@@ -2,11 +2,17 @@
 
     python scripts/pipeline.py --preset=demo --out_dir=runs/demo          # about 15 min, 2-core CPU
     python scripts/pipeline.py --preset=tiny --out_dir=/tmp/tiny          # fake env, seconds
+    python scripts/pipeline.py --preset=tiny --environment=CATCH --out_dir=/tmp/catch
     # on a cluster: the tiny preset first (a few minutes of 1-2 CPUs, 2G, one GPU per GPU stage)
     python scripts/pipeline.py --preset=tiny --launcher=slurm --out_dir=$SCRATCH/tiny \
         --gpu_partition=gpu
     python scripts/pipeline.py --preset=world_models --launcher=slurm --out_dir=$SCRATCH/wm \
         --partition=general --gpu_partition=volta-gpu --mem=train_controller=64G
+
+--environment runs the preset's sizes on any environment of rl755/environments/table.py:
+its models sized by the entry's ModelPresets, the stages connected by the run's own
+directories (no zoo rows needed). Without it (or with the preset's own environment) the
+preset runs as it is.
 
 Rerunning with the same --out_dir resumes (finished stages skip their work; on SLURM they are
 not submitted again). Ends with a table (stage, wall time, outputs) and the controller's real
@@ -33,6 +39,11 @@ from rl755.common.errors import BadInput  # noqa: E402
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("preset", "demo", sorted(pipeline.PRESETS), "Sizes of the run.")
 flags.DEFINE_string("out_dir", None, "Where everything the run makes goes.")
+flags.DEFINE_string(
+    "environment",
+    None,
+    "Run the preset on this environment of the table (default: the preset's own), e.g. CATCH.",
+)
 flags.DEFINE_enum("launcher", "local", ["local", "slurm"], "Run here, or submit to SLURM.")
 flags.DEFINE_list("stages", None, "Only these stages (local), e.g. train_controller,evaluate.")
 flags.DEFINE_integer("seed", 0, "Seed of rollouts, CMA-ES and evaluation.")
@@ -85,7 +96,7 @@ def _main():
     if FLAGS.report:
         pipeline.report_from_records(FLAGS.out_dir)
         return 0
-    preset = pipeline.get_preset(FLAGS.preset)
+    preset = pipeline.get_preset(FLAGS.preset, _environment(FLAGS.environment))
     given = [f"--{name}" for name in _RESOURCE_FLAGS if FLAGS[name].value]
     given += [f"--{n}" for n in ("gpu_partition", "gpu_qos", "account") if FLAGS[n].value]
     if FLAGS.launcher != "slurm" and given:
@@ -125,6 +136,15 @@ def _main():
         deterministic=FLAGS.deterministic,
     )
     return 0
+
+
+def _environment(name):
+    from rl755.environments import Environments
+
+    try:
+        return None if name is None else Environments.from_name(name).name
+    except ValueError as e:
+        raise BadInput(f"--environment: {e}") from None
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
-"""DOOM_TAKE_COVER and BREAKOUT: real steps through stage 1 and the dataset readers, the
-discrete-action conversions, and every environment resolving every model and dataset by name."""
+"""Every entry of the table, through what a new environment needs (the new-environment test
+template: docs/guides/new-environment.md): real steps checked against the entry, seeded random
+policies, stage 1 into its RawRollouts, the action conversions, every model and dataset by name.
+Nothing here names an environment's own policy or data module, so a new entry is tested by
+adding it to the table. Then DOOM_TAKE_COVER and BREAKOUT specifics."""
 
 import os
 import pickle
@@ -9,35 +12,42 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from rl755.data import registry
 from rl755.data_gen.episodes import single_rollout
 from rl755.environments import Environments
 from rl755.environments.wrappers import FrameObservation, OneHotActions
-from rl755.policies import resolve_policy
+from rl755.policies import exploration_policy, resolve_policy
 
-DISCRETE = [Environments.DOOM_TAKE_COVER, Environments.BREAKOUT]
+ENTRIES = list(Environments)  # the template runs for every entry of the table
+DISCRETE = [e for e in ENTRIES if e.is_discrete]
 
 
-def _folder_module(env, package, name):
-    import importlib
-
-    return importlib.import_module(f"{env.folder_module(package)}.{name}")
+def _is_action(env_enum, a) -> bool:
+    """A float32 [A] action of the entry: one-hot if discrete, else inside its box."""
+    a = np.asarray(a)
+    if a.dtype != np.float32 or a.shape[-1:] != env_enum.action_shape:
+        return False
+    if env_enum.is_discrete:
+        return bool(np.all(a.sum(-1) == 1.0) and set(np.unique(a)) <= {0.0, 1.0})
+    return bool(np.all(a >= env_enum.action_low) and np.all(a <= env_enum.action_high))
 
 
 # ---- environments ----------------------------------------------------------------------------
-@pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
+@pytest.mark.parametrize("env_enum", ENTRIES, ids=lambda e: e.name)
 def test_spec_is_what_the_environment_returns(env_enum):
     env = pickle.loads(pickle.dumps(env_enum.make_fn()))()  # as a Ray worker builds it
     try:
         obs, _ = env.reset(seed=0)
-        assert obs.shape == env_enum.observation_shape == (64, 64, 3)
-        assert obs.dtype == np.uint8
+        assert obs.shape == env_enum.observation_shape and obs.dtype == np.uint8
         assert env.observation_space.shape == env_enum.observation_shape
         assert env.action_space.shape == env_enum.action_shape
-        assert env_enum.is_discrete
-        n = env_enum.num_discrete_actions
-        assert env.unwrapped.action_space.n == n == len(env_enum.spec.action_meanings)
-        a = env.action_space.sample()  # one-hot
-        assert a.dtype == np.float32 and a.sum() == 1.0 and set(np.unique(a)) <= {0.0, 1.0}
+        if env_enum.is_discrete:
+            n = env_enum.num_discrete_actions
+            assert env.unwrapped.action_space.n == n
+            if env_enum.spec.action_meanings is not None:
+                assert len(env_enum.spec.action_meanings) == n
+        a = env.action_space.sample()
+        assert _is_action(env_enum, a), a
         obs, reward, terminated, truncated, _ = env.step(a)
         assert obs.shape == env_enum.observation_shape and np.isfinite(reward)
         assert obs.std() > 0  # a real frame, not a blank one
@@ -156,23 +166,42 @@ def test_make_seed_seeds_the_action_space():
 
 
 # ---- policies ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
-def test_random_policies_are_one_hot_and_seeded(env_enum):
-    n = env_enum.num_discrete_actions
+@pytest.mark.parametrize("env_enum", ENTRIES, ids=lambda e: e.name)
+def test_random_policies_are_seeded_and_act_in_the_entrys_layout(env_enum):
+    """The generic RandomPolicy (200 draws) and the default exploration policy (the entry's
+    first tuned one, else RandomPolicy; in a real episode, as it may read the frames): same
+    seed, same actions; one-hot (every action shows up) or inside the box."""
+    from rl755.data_gen.episodes import rollout_seed
+
     env = env_enum.make()
     try:
-        for cls in [resolve_policy(env_enum, k) for k in ("RandomPolicy", "RepeatRandomPolicy")]:
-            runs = []
-            for _ in range(2):
-                p = cls()
-                p.initialize(env, 200, seed=4)
-                runs.append(np.stack([p.sample_action(None, t, None) for t in range(200)]))
-            np.testing.assert_array_equal(runs[0], runs[1])
-            acts = runs[0]
-            assert acts.shape == (200, n) and np.all(acts.sum(-1) == 1.0)
-            assert len(np.unique(acts.argmax(-1))) == n  # every action shows up
+        runs = []
+        for _ in range(2):
+            p = resolve_policy(env_enum, "RandomPolicy")()
+            p.initialize(env, 200, seed=4)
+            runs.append(np.stack([p.sample_action(None, t, None) for t in range(200)]))
     finally:
         env.close()
+    np.testing.assert_array_equal(runs[0], runs[1])
+    acts = runs[0]
+    assert acts.shape == (200, env_enum.action_size) and _is_action(env_enum, acts)
+    if env_enum.is_discrete:
+        assert len(np.unique(acts.argmax(-1))) == env_enum.num_discrete_actions
+    else:
+        assert acts.std(axis=0).min() > 0  # every dimension moves
+    explore = resolve_policy(env_enum, exploration_policy(env_enum))
+    a, b = (
+        single_rollout(env_enum.make_fn(), explore, max_steps=30, seed=rollout_seed(4, 0))
+        for _ in range(2)
+    )
+    np.testing.assert_array_equal(np.stack(a.action_l), np.stack(b.action_l))
+    assert _is_action(env_enum, np.stack(a.action_l))
+
+
+def test_the_default_exploration_policy_is_the_tuned_one_else_random():
+    assert exploration_policy("DOOM_TAKE_COVER") == "RepeatRandomPolicy"
+    assert exploration_policy("CAR_RACING") == "HastingsRandomPolicy"
+    assert exploration_policy("CATCH") == "RandomPolicy"  # nothing tuned: the generic one
 
 
 def test_repeat_random_policy_holds_each_action_k_steps():
@@ -192,16 +221,16 @@ def test_repeat_random_policy_holds_each_action_k_steps():
 
 
 # ---- stage 1 and the dataset readers ----------------------------------------------------------
-@pytest.mark.parametrize("env_enum", DISCRETE, ids=lambda e: e.name)
+@pytest.mark.parametrize("env_enum", ENTRIES, ids=lambda e: e.name)
 def test_real_rollouts_through_stage_1_and_raw_rollouts(env_enum):
     """collect_rollouts (stage 1, tfrecord) -> the environment's RawRollouts reader."""
     from rl755.data_gen.collect import collect_rollouts
     from rl755.data_gen.episodes import rollout_seed
 
-    raw_rollouts = _folder_module(env_enum, "data", "raw_rollouts")
+    policy = exploration_policy(env_enum)
     out = collect_rollouts(
         env_enum.name,
-        "RepeatRandomPolicy",
+        policy,
         num_rollouts=2,
         parallelism=1,
         max_steps=12,
@@ -210,18 +239,22 @@ def test_real_rollouts_through_stage_1_and_raw_rollouts(env_enum):
         validation_fraction=0.0,
         progress=False,
     )
-    assert out["rollouts"] == 2 and out["frames"] == 24
+    assert out["rollouts"] == 2
     # Written where the default RawRollouts() reads (conftest points the data dir at tmp_path).
-    builder = raw_rollouts.RawRollouts()
+    builder = registry.raw_rollouts_class(env_enum)()
     assert os.path.dirname(builder.tfrecords_pattern()) == out["out_dir"]
     read = list(builder.rollouts_ds("train", shuffle_files=False).as_numpy_iterator())
     assert len(read) == 2
-    n = env_enum.num_discrete_actions
+    assert out["frames"] == sum(len(r["actions"]) for r in read)
     for r in read:
-        assert r["observations"].shape == (12, 64, 64, 3) and r["observations"].dtype == np.uint8
-        assert r["actions"].shape == (12, n) and r["actions"].dtype == np.float32
-        assert np.all(r["actions"].sum(-1) == 1.0)  # one-hot
-        assert r["rewards"].shape == (12,) and r["rewards"].dtype == np.float32
+        t = len(r["actions"])
+        assert 1 <= t <= 12
+        assert r["observations"].shape == (t, *env_enum.observation_shape)
+        assert r["observations"].dtype == np.uint8
+        assert r["actions"].shape == (t, env_enum.action_size) and _is_action(
+            env_enum, r["actions"]
+        )
+        assert r["rewards"].shape == (t,) and r["rewards"].dtype == np.float32
         assert r["done"].dtype == bool
     # Same seed, same policy -> the same game, replayed here in-process.
     from rl755.testing import replay
@@ -230,7 +263,7 @@ def test_real_rollouts_through_stage_1_and_raw_rollouts(env_enum):
         pytest.skip(replay.unreproducible_reason(env_enum))
     want = single_rollout(
         env_enum.make_fn(),
-        resolve_policy(env_enum, "RepeatRandomPolicy"),
+        resolve_policy(env_enum, policy),
         max_steps=12,
         seed=rollout_seed(0, 0),
     )
@@ -243,7 +276,8 @@ def test_real_rollouts_through_stage_1_and_raw_rollouts(env_enum):
         "stage 1's rollout 0 and its replay",
     )
     frames = list(builder.random_rollout_observations(obs_sampled_per_rollout=5, repeat=False))
-    assert len(frames) == 10 and frames[0].shape == (64, 64, 3) and frames[0].dtype == tf.uint8
+    assert len(frames) == 10 and frames[0].shape == env_enum.observation_shape
+    assert frames[0].dtype == tf.uint8
 
 
 # ---- per-environment code only where something differs -------------------------------------------

@@ -2,6 +2,8 @@
 
 BadInput             invalid flags or input files; the message says what to do, and the
                      stage scripts print it without a traceback (exit status 2)
+MissingData          a BadInput (and a FileNotFoundError): data a stage reads is not there;
+                     the message says how to make it or which flag points at it
 NonFiniteLossError   a trainer met a NaN or infinite loss; the message names the step and
                      the loss term, and what to change (e.g. --learning_rate)
 WorkerFailure        a Ray task or actor failed or hung more often than allowed
@@ -16,6 +18,10 @@ import sys
 
 class BadInput(ValueError):
     """Invalid flags or input files; the message says what to do (scripts print it cleanly)."""
+
+
+class MissingData(BadInput, FileNotFoundError):
+    """Data a stage reads is not there; the message says how to make it or point at it."""
 
 
 class NonFiniteLossError(FloatingPointError):

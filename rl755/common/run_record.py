@@ -39,6 +39,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -48,6 +49,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 from rl755.common import determinism, sharded_io
+from rl755.common.errors import BadInput
 
 RUNS_SUBDIR = "runs"
 
@@ -201,13 +203,17 @@ def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
       out_dir: the stage's output directory; the record goes to `<out_dir>/runs/`.
       flags: the resolved flags, e.g. `flags_dict()`.
       stage: a short stage name ("collect", "encode", "train_vae", ...).
-    Exceptions propagate unchanged after the record is written.
+    Exceptions propagate unchanged after the record is written; a run that made `out_dir`
+    and fails on a BadInput with nothing else written removes it again (bad input leaves
+    nothing behind).
 
     Starting a stage on a directory also deletes the temporary files that killed writers left
     in it (`sharded_io.remove_stale_tmp_files`); the record counts them.
     """
+    created = not os.path.isdir(out_dir)
     removed = sharded_io.remove_stale_tmp_files(out_dir)
     record = RunRecord(out_dir, flags, stage)
+    bad_input = False
     if removed:
         record.data["removed_stale_tmp_files"] = len(removed)
     record.write()
@@ -233,6 +239,7 @@ def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
         raise
     except BaseException as e:
         record.data.update(status="failed", error=f"{type(e).__name__}: {e}")
+        bad_input = isinstance(e, BadInput)
         raise
     else:
         record.data["status"] = "completed"
@@ -241,7 +248,18 @@ def record_run(out_dir: str, flags: dict, stage: str) -> Iterator[RunRecord]:
             signal.signal(signal.SIGTERM, restore)
         record.data["end_time"] = _now()
         record.data["determinism"] = determinism.current_dict()
-        record.write()
+        if not (bad_input and created and _remove_if_only_record(record)):
+            record.write()
+
+
+def _remove_if_only_record(record: RunRecord) -> bool:
+    """Removes a run's output directory when it holds nothing but this record (a run that
+    created it and failed on bad input leaves nothing behind); True if it did."""
+    out_dir = record.data["out_dir"]
+    if _files_under(out_dir) - {os.path.relpath(record.path, out_dir)}:
+        return False
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return True
 
 
 def _files_under(root: str) -> set[str]:

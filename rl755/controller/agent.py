@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from rl755.common.errors import BadInput
 from rl755.controller import networks as controllers_lib
 from rl755.environments import Environments
 
@@ -36,18 +37,18 @@ def check_sizes(environment: Environments, encoder=None, sequential_model=None) 
     action_size = int(math.prod(environment.action_shape))
     if sequential_model is not None:
         if encoder is None:
-            raise ValueError(
+            raise BadInput(
                 "A sequential model needs an encoder (its inputs are representations); "
                 "pass --encoder, or --sequential_model=none for a controller on pixels."
             )
         if encoder.representation_size != sequential_model.representation_size:
-            raise ValueError(
+            raise BadInput(
                 f"Encoder representation size {encoder.representation_size} does not match the "
                 f"sequential model's representation size {sequential_model.representation_size}: "
                 "use the sequential model trained on this encoder's encoded rollouts."
             )
         if sequential_model.action_size != action_size:
-            raise ValueError(
+            raise BadInput(
                 f"Sequential model action size {sequential_model.action_size} does not match "
                 f"{environment.name}'s action size {action_size}."
             )

@@ -43,6 +43,7 @@ from absl import logging
 
 from rl755 import zoo
 from rl755.common import determinism, devices, run_record, shard_checks, sharded_io, tf_setup
+from rl755.common.errors import BadInput, MissingData
 from rl755.common.results import Result
 from rl755.common.structs import Rollout, parse_rollout_tensors
 from rl755.data_gen.encode_shards import (
@@ -89,6 +90,11 @@ def load_encoder_for_encoding(
         desc = {"saved_model": f"{env.folder_module('models')}.saved_models.{model}"}
     else:
         model_dir = os.path.expanduser(model_dir)
+        if not os.path.isdir(model_dir):
+            raise BadInput(
+                f"--model_dir {model_dir} does not exist: pass the --model_dir of a "
+                "scripts/models/train_obs_encoder.py run (or --model=<a zoo encoder> without it)."
+            )
         if representation_size is None:
             path = (
                 os.path.join(model_dir, checkpoint)
@@ -97,8 +103,10 @@ def load_encoder_for_encoding(
             )
             info = _checkpoint_info(path) if path else None
             if not info or "representation_size" not in info:
-                raise ValueError(
-                    f"Pass --representation_size: no checkpoint .json in {model_dir} says it."
+                raise BadInput(
+                    f"--model_dir {model_dir} holds no trained checkpoint (model-NNN.json) that "
+                    "says its representation size: train the encoder there first "
+                    "(scripts/models/train_obs_encoder.py), or pass --representation_size."
                 )
             representation_size = int(info["representation_size"])
         encoder = load_encoder(env, model, model_dir, representation_size, checkpoint=checkpoint)
@@ -246,7 +254,7 @@ def encode_raw_rollouts(
     try:
         all_files = builder.get_tfrecord_files(split)
     except FileNotFoundError as e:
-        raise FileNotFoundError(f"{e} Or pass --rollouts_pattern.") from e
+        raise MissingData(f"{e} Or pass --rollouts_pattern.") from e
     my_files = outer_shard_files(all_files, num_outer_shards, outer_shard_index)
     groups = sub_shard_files(my_files, num_sub_shards)
     pattern = builder.tfrecords_pattern().format(split=split)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 import gymnasium as gym
 import numpy as np
 
+from rl755.common.errors import BadInput
 from rl755.environments.spec import EnvironmentSpec
 from rl755.environments.table import ENVIRONMENTS
 from rl755.environments.wrappers import FrameObservation, OneHotActions, make_from_constructor
@@ -120,7 +121,10 @@ class Environment:
         """Creates the gymnasium environment (observations are frames, uint8).
 
         `seed` seeds the action space; episodes are seeded by `env.reset(seed=...)`.
-        `kwargs` override the entry's `make_kwargs`."""
+        `kwargs` override the entry's `make_kwargs`. Raises BadInput when the spaces the
+        environment reports are not the entry's (`check_spaces`), or when a constructor
+        entry's object could not be seeded (rl755.environments.wrappers.make_from_constructor).
+        """
         spec = self.spec
         if spec.register_module:
             importlib.import_module(spec.register_module)
@@ -128,7 +132,14 @@ class Environment:
         make_kwargs.update(kwargs)
         if spec.constructor is not None:
             env = make_from_constructor(
-                spec.constructor, make_kwargs, render_mode, spec.max_episode_steps
+                spec.constructor,
+                make_kwargs,
+                render_mode,
+                spec.max_episode_steps,
+                seed_argument=spec.seed_argument,
+                seed_attribute=spec.seed_attribute,
+                reproducible=spec.reproducible_reset,
+                name=self.name,
             )
         else:
             if render_mode is not None:
@@ -136,6 +147,11 @@ class Environment:
             env = gym.make(spec.open_ai_name, **make_kwargs)
         if spec.observation_key is not None or spec.frame_size is not None:
             env = FrameObservation(env, spec.observation_key, spec.frame_size)
+        try:
+            check_spaces(spec, env.observation_space, env.action_space)
+        except BadInput:
+            env.close()
+            raise
         if spec.num_discrete_actions is not None:
             env = OneHotActions(env)
         if seed is not None:
@@ -222,6 +238,35 @@ class Environments(metaclass=_EnvironmentsMeta):
         if any(spec.name == name for spec in ENVIRONMENTS):
             raise ValueError(f"{name} is in rl755/environments/table.py; it cannot be removed.")
         cls._members.pop(name, None)
+
+
+def check_spaces(spec: EnvironmentSpec, observation_space, action_space) -> None:
+    """BadInput naming both sides when the environment's spaces (after the frame wrapper) are
+    not what `spec` declares: the observation shape, and Discrete(num_discrete_actions) or a
+    Box of `action_shape`."""
+    source = spec.constructor or spec.open_ai_name
+    fix = f"Make the entry {spec.name} (rl755/environments/table.py) say what the environment has"
+    shape = getattr(observation_space, "shape", None)
+    if shape is None or tuple(shape) != tuple(spec.observation_shape):
+        raise BadInput(
+            f"{spec.name} declares observation_shape={spec.observation_shape}, but {source} "
+            f"gives observations {observation_space}. {fix} (observation_shape is what make() "
+            "returns, after frame_size), or set observation_key / frame_size."
+        )
+    if spec.num_discrete_actions is not None:
+        n = spec.num_discrete_actions
+        if not isinstance(action_space, gym.spaces.Discrete) or int(action_space.n) != n:
+            raise BadInput(
+                f"{spec.name} declares num_discrete_actions={n}, but {source} reports "
+                f"action_space {action_space}. {fix}: num_discrete_actions for a discrete "
+                "space, action_low/action_high for a box."
+            )
+    elif not isinstance(action_space, gym.spaces.Box) or action_space.shape != spec.action_shape:
+        raise BadInput(
+            f"{spec.name} declares continuous actions of shape {spec.action_shape}, but {source} "
+            f"reports action_space {action_space}. {fix}: action_low/action_high for a box, "
+            "num_discrete_actions for a discrete space."
+        )
 
 
 def _member(name: str, spec: EnvironmentSpec) -> Environment:

@@ -116,6 +116,12 @@ class EnvironmentSpec:
         (reset() -> obs, 4-tuple step, `seed()`, old-style spaces) are adapted by
         `rl755.environments.wrappers.OldGymApi`; `make_kwargs` go to the constructor and
         `max_episode_steps` becomes a `TimeLimit`.
+      seed_argument: constructor entries: the constructor's keyword argument that takes the
+        seed; `reset(seed=s)` then builds a new object with it (for a class without `seed()`).
+      seed_attribute: constructor entries: an attribute that `reset(seed=s)` sets to s before
+        calling the object's `reset()`. Give at most one of the two; with neither, the
+        object's `seed(s)` is called, and an object without one fails when made unless
+        `reproducible_reset=False` says it cannot be seeded.
       num_discrete_actions: for discrete environments, the number of actions; actions are
         then stored as a one-hot float vector of that length.
       action_low, action_high: per-dimension bounds of the action box (continuous envs).
@@ -144,6 +150,8 @@ class EnvironmentSpec:
     observation_shape: tuple[int, ...]
     open_ai_name: str | None = None
     constructor: str | None = None
+    seed_argument: str | None = None
+    seed_attribute: str | None = None
     num_discrete_actions: int | None = None
     action_low: tuple[float, ...] | None = None
     action_high: tuple[float, ...] | None = None
@@ -171,6 +179,13 @@ class EnvironmentSpec:
             raise ValueError(
                 f"{self.name}: give exactly one of open_ai_name (a gymnasium id) and "
                 "constructor ('package.module:Class')."
+            )
+        if self.seed_argument is not None and self.seed_attribute is not None:
+            raise ValueError(f"{self.name}: give at most one of seed_argument and seed_attribute.")
+        if self.constructor is None and (self.seed_argument or self.seed_attribute):
+            raise ValueError(
+                f"{self.name}: seed_argument and seed_attribute are for constructor entries; "
+                "a gymnasium id is seeded by reset(seed=...)."
             )
         derive("folder_name", self.name.lower())
         n = self.num_discrete_actions

@@ -98,4 +98,27 @@ ENVIRONMENTS: tuple[EnvironmentSpec, ...] = (
         frame_size=(64, 64),
         description="Atari Breakout (ale-py, ROM included); 64x64 frames; 4 discrete actions.",
     ),
+    # A class outside gymnasium with the old gym API, namedtuple spaces and a constructor
+    # seed, added by its entry alone (docs/guides/new-environment.md): the suite runs the
+    # tiny pipeline on it.
+    EnvironmentSpec(
+        name="CATCH",
+        constructor="rl755.testing.old_gym_catch:Catch",
+        seed_argument="seed",
+        observation_shape=(16, 16, 3),
+        num_discrete_actions=3,
+        action_meanings=("LEFT", "STAY", "RIGHT"),
+        max_episode_steps=60,
+        description="Old gym-API Catch (tests): 16x16 frames; 3 discrete actions; +1 a catch.",
+        presets=ModelPresets(
+            representation_size=4,
+            image_size=None,
+            encoder_filters=(8, 16),
+            decoder_dense_size=64,
+            decoder_filters=(16, 8),
+            decoder_kernels=(3, 4, 2),
+            rnn_units=16,
+            num_components=3,
+        ),
+    ),
 )

@@ -16,60 +16,82 @@ An environment class outside gymnasium's registry (`EnvironmentSpec.constructor`
       frames) or an int n (actions)
 
 `done` with `info["TimeLimit.truncated"]` becomes `truncated`, otherwise `terminated`. The
-old `gym` package is not needed: spaces are read by their attributes.
+old `gym` package is not needed: spaces are read by their attributes (namedtuples too).
+`reset(seed=s)` seeds the object the way its entry says: a new object built with the seed
+(`seed_argument`, a constructor argument), an attribute set (`seed_attribute`), or its own
+`seed(s)`; an object that none of these can seed fails when made, unless its entry declares
+`reproducible_reset=False`.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
 
 from rl755.common import lookup
+from rl755.common.errors import BadInput
 
 
 # ---- old gym API -------------------------------------------------------------------------------
 def to_gymnasium_space(space, what: str) -> gym.spaces.Space:
     """An old-style space, a plain shape or an int -> the gymnasium space.
 
-    Plain shapes are uint8 frames for observations ([0, 255]) and unbounded float32 boxes
-    for actions; an int n is Discrete(n). Dict spaces (a `.spaces` mapping) convert per key.
+    Read by attributes, in this order, so namedtuples read as what their fields say (a
+    namedtuple `Discrete(n=17)` is also a tuple of ints): a gymnasium space as is; an int n
+    -> Discrete(n); an object with `n` (and optionally `start`) -> Discrete; one with `low`,
+    `high` and `shape` (`dtype`: float32 if absent) -> Box; a `.spaces` mapping -> Dict, per
+    key; a plain shape tuple -> uint8 frames [0, 255] for observations, an unbounded float32
+    Box for actions. Anything else: TypeError naming `what`.
     """
     if isinstance(space, gym.spaces.Space):
         return space
     if isinstance(space, int | np.integer):
         return gym.spaces.Discrete(int(space))
+    if hasattr(space, "n"):
+        return gym.spaces.Discrete(int(space.n), start=int(getattr(space, "start", 0)))
+    if hasattr(space, "low") and hasattr(space, "high") and hasattr(space, "shape"):
+        dtype = np.dtype(getattr(space, "dtype", None) or np.float32)
+        shape = tuple(int(d) for d in space.shape)
+        low = np.broadcast_to(np.asarray(space.low, dtype), shape)
+        high = np.broadcast_to(np.asarray(space.high, dtype), shape)
+        return gym.spaces.Box(low, high, shape, dtype)
+    if isinstance(getattr(space, "spaces", None), dict):
+        return gym.spaces.Dict({k: to_gymnasium_space(v, what) for k, v in space.spaces.items()})
     if isinstance(space, tuple | list) and all(isinstance(d, int | np.integer) for d in space):
         if what == "observation_space":
             return gym.spaces.Box(0, 255, tuple(int(d) for d in space), np.uint8)
         return gym.spaces.Box(-np.inf, np.inf, tuple(int(d) for d in space), np.float32)
-    if isinstance(getattr(space, "spaces", None), dict):
-        return gym.spaces.Dict({k: to_gymnasium_space(v, what) for k, v in space.spaces.items()})
-    if hasattr(space, "n"):
-        return gym.spaces.Discrete(int(space.n), start=int(getattr(space, "start", 0)))
-    if hasattr(space, "low") and hasattr(space, "high"):
-        dtype = np.dtype(getattr(space, "dtype", np.float32))
-        low = np.broadcast_to(np.asarray(space.low, dtype), tuple(space.shape))
-        high = np.broadcast_to(np.asarray(space.high, dtype), tuple(space.shape))
-        return gym.spaces.Box(low, high, tuple(space.shape), dtype)
     raise TypeError(
         f"Cannot read {what} {space!r}: expected a gym(nasium) space, an object with "
-        "low/high/shape/dtype or n, a shape tuple or an int."
+        "n or low/high/shape(/dtype), a shape tuple or an int."
     )
 
 
 class OldGymApi(gym.Env):
     """Adapts an object with the old gym API to gymnasium; see the module docstring.
 
-    `reset(seed=s)` calls `env.seed(s)` first (if the object has `seed`) and seeds this
-    wrapper's `np_random`; `reset()` results that already are (obs, info) and 5-tuple steps
-    pass through, so classes halfway between the APIs work too.
+    `reset(seed=s)` seeds the object as its entry says, then this wrapper's `np_random`:
+    `rebuild(s)` makes a new object with the seed (a constructor that takes it), or
+    `seed_attribute` is set to s, or else the object's `seed(s)` is called (if it has one).
+    `reset()` results that already are (obs, info) and 5-tuple steps pass through, so classes
+    halfway between the APIs work too.
     """
 
-    def __init__(self, env, render_mode: str | None = None):
+    def __init__(
+        self,
+        env,
+        render_mode: str | None = None,
+        rebuild: Callable[[int], object] | None = None,
+        seed_attribute: str | None = None,
+    ):
         self.env = env
         self.render_mode = render_mode
+        self._rebuild = rebuild
+        self._seed_attribute = seed_attribute
         for what in ("observation_space", "action_space"):
             if not hasattr(env, what):
                 raise TypeError(f"{type(env).__name__} has no {what} (needed to adapt it).")
@@ -78,8 +100,14 @@ class OldGymApi(gym.Env):
 
     def reset(self, *, seed: int | None = None, options=None):
         super().reset(seed=seed)
-        if seed is not None and callable(getattr(self.env, "seed", None)):
-            self.env.seed(int(seed))
+        if seed is not None:
+            if self._rebuild is not None:
+                self.close()
+                self.env = self._rebuild(int(seed))
+            elif self._seed_attribute is not None:
+                setattr(self.env, self._seed_attribute, int(seed))
+            elif callable(getattr(self.env, "seed", None)):
+                self.env.seed(int(seed))
         out = self.env.reset() if options is None else self.env.reset(options=options)
         if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
             return out
@@ -104,29 +132,80 @@ class OldGymApi(gym.Env):
             self.env.close()
 
 
+def _takes(cls, name: str) -> bool:
+    """Whether calling `cls` accepts the keyword argument `name`."""
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: assume it does
+        return True
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+_SEED_WORDS = ("seed", "random_seed", "rng_seed")
+
+
 def make_from_constructor(
     constructor: str,
     kwargs: dict,
     render_mode: str | None = None,
     max_episode_steps: int | None = None,
+    seed_argument: str | None = None,
+    seed_attribute: str | None = None,
+    reproducible: bool = True,
+    name: str = "This environment",
 ) -> gym.Env:
     """Imports and calls "package.module:Class"; adapts it (OldGymApi) unless it is a
-    gymnasium.Env; `max_episode_steps` becomes a TimeLimit. `render_mode` goes to the class
-    if its constructor takes it, else to the adapter."""
+    gymnasium.Env that needs no seeding help; `max_episode_steps` becomes a TimeLimit.
+
+    `render_mode` goes to the class if its constructor takes it, else to the adapter.
+    `seed_argument` (a constructor keyword) or `seed_attribute` say how `reset(seed=s)` seeds
+    an object (see OldGymApi). Raises BadInput, naming the entry `name`, when the constructor
+    does not take `seed_argument`, or when nothing could seed the object (no seed() method,
+    neither field given) and the entry does not declare `reproducible_reset=False`.
+    """
     cls = lookup.import_object(constructor, what="environment constructor")
     kwargs = dict(kwargs)
-    params = inspect.signature(cls).parameters.values()
-    takes_render_mode = any(
-        p.name == "render_mode" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params
-    )
-    if render_mode is not None and takes_render_mode:
+    if render_mode is not None and _takes(cls, "render_mode"):
         kwargs["render_mode"] = render_mode
+    if seed_argument is not None and not _takes(cls, seed_argument):
+        raise BadInput(
+            f"{name}: seed_argument={seed_argument!r}, but {constructor} takes no argument "
+            f"{seed_argument!r}. Name the constructor's seed argument in the entry, or use "
+            "seed_attribute= or reproducible_reset=False."
+        )
     env = cls(**kwargs)
-    if not isinstance(env, gym.Env):
-        env = OldGymApi(env, render_mode=render_mode)
+    helped = seed_argument is not None or seed_attribute is not None
+    if not isinstance(env, gym.Env) or helped:
+        if not helped and reproducible and not callable(getattr(env, "seed", None)):
+            takes = [w for w in _SEED_WORDS if w in _parameters(cls)]
+            hint = f'seed_argument="{takes[0]}"' if takes else 'seed_argument="<its argument>"'
+            if callable(getattr(env, "close", None)):
+                env.close()
+            raise BadInput(
+                f"{name}: {constructor} has no seed() method and the entry says neither "
+                "seed_argument nor seed_attribute, so reset(seed=...) would be ignored. "
+                f"Declare how it is seeded in its EnvironmentSpec: {hint} (a constructor "
+                'argument), seed_attribute="<attribute>", or reproducible_reset=False if it '
+                "cannot be seeded."
+            )
+        rebuild = None
+        if seed_argument is not None:
+            rebuild = functools.partial(_build_seeded, cls, kwargs, seed_argument)
+        env = OldGymApi(env, render_mode, rebuild=rebuild, seed_attribute=seed_attribute)
     if max_episode_steps:
         env = gym.wrappers.TimeLimit(env, int(max_episode_steps))
     return env
+
+
+def _parameters(cls) -> set[str]:
+    try:
+        return set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _build_seeded(cls, kwargs: dict, seed_argument: str, seed: int):
+    return cls(**{**kwargs, seed_argument: seed})
 
 
 # ---- frames and actions ------------------------------------------------------------------------
@@ -151,7 +230,12 @@ class OneHotActions(gym.ActionWrapper):
     def __init__(self, env: gym.Env):
         super().__init__(env)
         if not isinstance(env.action_space, gym.spaces.Discrete):
-            raise TypeError(f"OneHotActions needs a Discrete action space, got {env.action_space}.")
+            raise TypeError(
+                f"OneHotActions plays one-hot actions on a Discrete action space, but this "
+                f"environment's action_space reads as {env.action_space}. An entry with "
+                "num_discrete_actions needs an environment whose action space is Discrete(n) (or "
+                "an object with `n`); a box of actions takes action_low/action_high instead."
+            )
         self._start = int(env.action_space.start)
         self.action_space = OneHotBox(int(env.action_space.n))
 

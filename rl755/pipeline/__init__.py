@@ -4,9 +4,11 @@
     preset = pipeline.PRESETS["demo"]
     summary = pipeline.run_local(preset, out_dir="runs/demo")     # blocking, prints a table
     results = pipeline.submit_slurm(preset, out_dir="/scratch/me/wm")   # afterok chain
+    catch = pipeline.get_preset("tiny", environment="CATCH")   # any environment of the table
 
     presets.py   the sizes of a run, as each stage script's own flags (PRESETS, get_preset),
-                 and what each stage asks SLURM for
+                 what each stage asks SLURM for, and a preset on another environment
+                 (for_environment: models sized by its entry, stages connected by directories)
     resources.py a stage's SLURM resources: preset, then config file, then flags
     stages.py    where each stage reads and writes (Paths), the chain (build_stages), the
                  names checked before anything runs (check_preset)
@@ -16,7 +18,7 @@
 Rerunning with the same out_dir resumes: every stage skips or continues finished work.
 """
 
-from rl755.pipeline.presets import PRESETS, STAGE_SCRIPTS, Preset, get_preset
+from rl755.pipeline.presets import PRESETS, STAGE_SCRIPTS, Preset, for_environment, get_preset
 from rl755.pipeline.report import collect_pictures, format_summary
 from rl755.pipeline.resources import Overrides, parse_overrides, stage_resources
 from rl755.pipeline.runners import report_from_records, run_local, submit_slurm
@@ -35,6 +37,7 @@ __all__ = [
     "check_preset",
     "collect_pictures",
     "find_world_model",
+    "for_environment",
     "format_summary",
     "get_preset",
     "parse_overrides",

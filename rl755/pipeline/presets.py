@@ -10,12 +10,20 @@ business: `rl755.pipeline.resources`).
 
     preset = PRESETS["demo"]
     preset.train_encoder["representation_size"]     # 32 (scripts/models/train_obs_encoder.py)
+    get_preset("demo", "DOOM_TAKE_COVER").train_encoder["representation_size"]   # 64
+
+Every preset runs on any environment of the table (`for_environment`, `scripts/pipeline.py
+--environment`): its sizes, with the models sized by the environment's `ModelPresets` and
+the stages connected by the run's own directories instead of zoo names.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+# The encoded dataset a run connected by directories reads (with --rollouts_pattern):
+# rl755.data.registry.VAE_ENCODED.
+VAE_ENCODED = "VaeEncodedRollouts"
 # Stage name -> its script (relative to the repo root); a preset gives each one's flags.
 STAGE_SCRIPTS = {
     "collect": "scripts/data_gen/car_racing/parallel_rollout_main.py",
@@ -25,6 +33,8 @@ STAGE_SCRIPTS = {
     "train_controller": "scripts/models/train_controller.py",
     "evaluate": "scripts/models/evaluate_controller.py",
 }
+# How stages find the previous stages' outputs: zoo names, or the run's directories.
+CONNECTIONS = ("zoo", "directories")
 # Resource groups of a preset: the stages, plus the report that ends a SLURM chain.
 RESOURCE_GROUPS = (*STAGE_SCRIPTS, "report")
 
@@ -51,6 +61,9 @@ class Preset:
       shipped: the zoo rows shipped in the repository (rl755.zoo.shipped) that stand in for
         (encoder, sequential model, controller) where none were trained, as
         `find_world_model`'s last resort; empty when the environment ships none.
+      connect: how a stage finds the models and data of the stages before it: "zoo" (by
+        the names above, which the zoo has rows for) or "directories" (by the run's own
+        directories, `rl755.pipeline.stages.Paths`: any environment of the table).
     """
 
     environment: str
@@ -67,8 +80,11 @@ class Preset:
     resources: dict = dataclasses.field(default_factory=dict)
     description: str = ""
     shipped: tuple[str, str, str] | tuple[()] = ()
+    connect: str = "zoo"
 
     def __post_init__(self):
+        if self.connect not in CONNECTIONS:
+            raise ValueError(f"Preset connect {self.connect!r}; valid: {', '.join(CONNECTIONS)}.")
         missing = [g for g in RESOURCE_GROUPS if g not in self.resources]
         if missing:
             raise ValueError(f"Preset resources lack {missing}; give each of {RESOURCE_GROUPS}.")
@@ -232,7 +248,44 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def get_preset(name: str) -> Preset:
+def get_preset(name: str, environment: str | None = None) -> Preset:
+    """PRESETS[name] (strict), for `environment` if given (`for_environment`)."""
     if name not in PRESETS:
         raise ValueError(f"Unknown preset {name!r}; valid: {', '.join(sorted(PRESETS))}.")
-    return PRESETS[name]
+    return for_environment(PRESETS[name], environment)
+
+
+def for_environment(preset: Preset, environment: str | None) -> Preset:
+    """`preset`'s run on `environment` (an Environments name, strict; None: its own).
+
+    The preset itself when the environment is its own. Otherwise the same stage sizes
+    (steps, batches, rollouts, CMA-ES) with the models sized by the environment's
+    `ModelPresets` (Z = its representation_size; the catalogue sizes the rest), collection by
+    `rl755.policies.exploration_policy` (its first tuned one, else the generic
+    `RandomPolicy`), and the stages connected by the run's own directories (no zoo rows).
+    """
+    from rl755.environments import Environments
+    from rl755.policies import exploration_policy
+
+    if environment is None:
+        return preset
+    env = Environments.from_name(environment)
+    if env.name == preset.environment:
+        return preset
+    z = env.presets.representation_size
+    policy = exploration_policy(env)
+    return dataclasses.replace(
+        preset,
+        environment=env.name,
+        encoder_name=f"raw_rollout_vae_{z}ld",
+        encoded_dataset=VAE_ENCODED,
+        sequential_name=f"mdn_rnn_vae_{z}ld",
+        collect={**preset.collect, "policy": policy},
+        train_encoder={**preset.train_encoder, "representation_size": z},
+        description=(
+            f"{env.name} at this preset's sizes; models sized by its ModelPresets (Z = {z}); "
+            "stages connected by the run's directories."
+        ),
+        shipped=(),
+        connect="directories",
+    )

@@ -122,9 +122,21 @@ def collect_pictures(preset: Preset, out_dir: str) -> list[str]:
         from rl755 import visualize
 
         dst = os.path.join(paths.pictures_dir, "predicted_frames.png")
-        visualize.predicted_frames_for_registry(
-            env, preset.encoder_name, preset.sequential_name, dst
-        )
+        if preset.connect == "directories":
+            from rl755.controller.resolve import EncoderFromDir, SequentialModelFromDir
+
+            encoder = EncoderFromDir(
+                env.name,
+                preset.train_encoder["model"],
+                paths.model_dir(preset.encoder_name),
+                int(preset.train_encoder["representation_size"]),
+            )()
+            seq = SequentialModelFromDir(paths.model_dir(preset.sequential_name))()
+            visualize.predicted_frames_of_models(env, encoder, seq, dst)
+        else:
+            visualize.predicted_frames_for_registry(
+                env, preset.encoder_name, preset.sequential_name, dst
+            )
         made.append(dst)
     except Exception as e:  # pictures must never fail a finished pipeline
         print(f"(predicted frames not drawn: {type(e).__name__}: {e})", file=sys.stderr)

@@ -14,8 +14,12 @@ Everything a run makes lives under `out_dir`:
     slurm/chain-<time>.json              SLURM: the chain's jobs (scripts/status.py sums it up)
 
 Each stage's script reads the previous stage's outputs from the standard locations, because
-the stages run with `RL755_DATA_DIR=<out_dir>/data` and `RL755_MODELS_DIR=<out_dir>/models`,
-and the trained models are used through the zoo (`rl755.zoo`).
+the stages run with `RL755_DATA_DIR=<out_dir>/data` and `RL755_MODELS_DIR=<out_dir>/models`.
+A preset with `connect="zoo"` (the shipped environments' own presets) names the trained
+models by their zoo rows (`rl755.zoo`); one with `connect="directories"` (any environment of
+the table: `pipeline.py --environment=NAME`) passes the directories themselves: encode gets
+the encoder's --model_dir, stage 4 the encoded shards' --rollouts_pattern, stage 5
+--encoder_dir and --sequential_model_dir.
 """
 
 from __future__ import annotations
@@ -31,11 +35,20 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 WIRED_FLAGS = {
     "collect": ("environment", "out_dir", "out_format", "compression", "seed", "deterministic"),
     "train_encoder": ("environment", "model_dir", "num_threads", "seed", "deterministic"),
-    "encode": ("environment", "model", "split", "out_dir", "num_threads", "deterministic"),
+    "encode": (
+        "environment",
+        "model",
+        "model_dir",
+        "split",
+        "out_dir",
+        "num_threads",
+        "deterministic",
+    ),
     "train_sequential": (
         "environment",
         "model_dir",
         "rollouts_dataset",
+        "rollouts_pattern",
         "num_threads",
         "seed",
         "deterministic",
@@ -45,6 +58,10 @@ WIRED_FLAGS = {
         "model_dir",
         "encoder",
         "sequential_model",
+        "encoder_dir",
+        "encoder_model",
+        "representation_size",
+        "sequential_model_dir",
         "seed",
         "deterministic",
     ),
@@ -141,6 +158,10 @@ def build_stages(
     env = Environments.from_name(preset.environment)
     paths = Paths(os.path.abspath(out_dir), env)
     e = env.name
+    by_dirs = preset.connect == "directories"
+    encoder_dir = paths.model_dir(preset.encoder_name)
+    encoded_dir = paths.encoded_dir(preset.encoder_name)
+    sequential_dir = paths.model_dir(preset.sequential_name)
 
     def script(stage: str) -> str:
         return os.path.join(REPO_ROOT, STAGE_SCRIPTS[stage])
@@ -175,7 +196,7 @@ def build_stages(
                 preset,
                 "train_encoder",
                 environment=e,
-                model_dir=paths.model_dir(preset.encoder_name),
+                model_dir=encoder_dir,
                 num_threads=threads,
                 seed=seed,
                 deterministic=deterministic,
@@ -188,9 +209,10 @@ def build_stages(
             preset,
             "encode",
             environment=e,
-            model=preset.encoder_name,
+            model=preset.train_encoder["model"] if by_dirs else preset.encoder_name,
+            model_dir=encoder_dir if by_dirs else None,
             split=split,
-            out_dir=paths.encoded_dir(preset.encoder_name),
+            out_dir=encoded_dir,
             num_threads=threads,
             deterministic=deterministic,
         )
@@ -213,7 +235,10 @@ def build_stages(
                 "train_sequential",
                 environment=e,
                 rollouts_dataset=preset.encoded_dataset,
-                model_dir=paths.model_dir(preset.sequential_name),
+                rollouts_pattern=(
+                    os.path.join(encoded_dir, "encoded-{split}*.tfrecord-*") if by_dirs else None
+                ),
+                model_dir=sequential_dir,
                 num_threads=threads,
                 seed=seed,
                 deterministic=deterministic,
@@ -228,8 +253,7 @@ def build_stages(
                 preset,
                 "train_controller",
                 environment=e,
-                encoder=preset.encoder_name,
-                sequential_model=preset.sequential_name,
+                **_controller_inputs(preset, encoder_dir, sequential_dir),
                 model_dir=controller_dir,
                 seed=seed,
                 deterministic=deterministic,
@@ -263,6 +287,18 @@ def build_stages(
     return stages
 
 
+def _controller_inputs(preset: Preset, encoder_dir: str, sequential_dir: str) -> dict:
+    """Stage 5's flags naming its encoder and sequential model: zoo names or directories."""
+    if preset.connect == "directories":
+        return {
+            "encoder_dir": encoder_dir,
+            "encoder_model": preset.train_encoder["model"],
+            "representation_size": preset.train_encoder["representation_size"],
+            "sequential_model_dir": sequential_dir,
+        }
+    return {"encoder": preset.encoder_name, "sequential_model": preset.sequential_name}
+
+
 def check_preset(preset: Preset) -> None:
     """Fails fast if a name in the preset does not resolve (before any compute), through the
     stages' own resolvers. (Each stage's flags are checked by its script: `run_local`,
@@ -277,8 +313,9 @@ def check_preset(preset: Preset) -> None:
         _flags(preset, stage)
     resolve_policy(env, preset.collect["policy"])
     resolve_encoder_fn(env, preset.train_encoder["model"])
-    saved_model_fn(env, preset.encoder_name, "encoder")
     resolve_rollouts_dataset(env, preset.encoded_dataset)
     resolve_model_fn(env, preset.train_sequential["model"])
-    saved_model_fn(env, preset.sequential_name, "sequential_model")
-    saved_model_fn(env, preset.controller_name, "saved_controller")
+    if preset.connect == "zoo":
+        saved_model_fn(env, preset.encoder_name, "encoder")
+        saved_model_fn(env, preset.sequential_name, "sequential_model")
+        saved_model_fn(env, preset.controller_name, "saved_controller")

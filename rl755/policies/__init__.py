@@ -12,15 +12,21 @@ Modules:
   generic     environment-independent random policies (continuous and one-hot discrete)
   car_racing  the policy tuned for CAR_RACING (HastingsRandomPolicy); one file per environment
               only where the code really differs
-  registry    which names each environment has (generic + tuned + "controller") and the
-              strict resolver `resolve_policy`
+  registry    which names each environment has (generic + tuned + "controller"), the
+              strict resolver `resolve_policy`, and `exploration_policy` (the default one)
   learned     `WorldModelPolicy`: a trained controller as a Policy (imports rl755.controller and
               TensorFlow, so it is imported only when used; rl755.controller never imports
               rl755.policies)
 """
 
 from rl755.policies.base import Policy, PolicyFn, build_policy
-from rl755.policies.registry import CONTROLLER, available_policies, policy_names, resolve_policy
+from rl755.policies.registry import (
+    CONTROLLER,
+    available_policies,
+    exploration_policy,
+    policy_names,
+    resolve_policy,
+)
 
 __all__ = [
     "CONTROLLER",
@@ -28,6 +34,7 @@ __all__ = [
     "PolicyFn",
     "available_policies",
     "build_policy",
+    "exploration_policy",
     "policy_names",
     "resolve_policy",
 ]

@@ -84,6 +84,13 @@ def available_policies(environment: str | Environments) -> dict[str, PolicyFn]:
     return {**generic_, **TUNED.get(env.name, {})}
 
 
+def exploration_policy(environment: str | Environments) -> str:
+    """The `--policy` that explores `environment` by default: its first tuned policy
+    (`TUNED`), else the generic uniform `RandomPolicy` (any environment has it)."""
+    env = _environment(environment)
+    return next(iter(TUNED.get(env.name, {})), "RandomPolicy")
+
+
 def policy_names(environment: str | Environments) -> list[str]:
     """The valid `--policy` values for `environment`, sorted, then "controller"."""
     return [*sorted(available_policies(environment)), CONTROLLER]

@@ -116,10 +116,10 @@ for _name in ("num_rollouts", "policy"):
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.common.errors import BadInput
+    from rl755.common.errors import exit_on_bad_input
     from rl755.data_gen.collect import collect_rollouts, parse_policy_kwargs, timing_line
 
-    try:
+    with exit_on_bad_input():
         summary = collect_rollouts(
             environment=FLAGS.environment,
             policy=FLAGS.policy,
@@ -143,8 +143,6 @@ def main(argv):
             deterministic=FLAGS.deterministic,
             use_ray=FLAGS.use_ray,
         )
-    except BadInput as e:
-        raise app.UsageError(str(e)) from e
     logging.info(
         "Wrote %d files (%d rollouts, %d frames, %.1f MB) to %s; skipped %d existing; seed %d. %s",
         summary.written,

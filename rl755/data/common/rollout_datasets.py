@@ -14,11 +14,13 @@ gives its elements' shapes.
 from __future__ import annotations
 
 import abc
+import glob
 import os
 
 import tensorflow as tf
 
-from rl755.common import determinism, shard_checks, sharded_io
+from rl755.common import config, determinism, shard_checks, sharded_io
+from rl755.common.errors import MissingData
 from rl755.common.structs import decode_frames, parse_rollout_tensors
 from rl755.environments import Environments
 
@@ -86,7 +88,7 @@ class RolloutDatasetBuilder(abc.ABC):
         pattern = self.tfrecords_pattern().format(split=split)
         files = sharded_io.list_shards(pattern)
         if not files:
-            raise FileNotFoundError(
+            raise MissingData(
                 f"{type(self).__name__}: no '{split}' shards match {pattern}. "
                 f"{self._missing_data_hint()} Data locations come from $RL755_DATA_DIR or "
                 "~/.config/rl755/config.json (python -m rl755.common.config shows them)."
@@ -266,9 +268,19 @@ class EncodedRolloutDatasetBuilder(RolloutDatasetBuilder):
         return True
 
     def _missing_data_hint(self) -> str:
+        env = self.environment
+        root = config.env_data_dir(env.folder_name) / "encoded_rollouts"
+        found = sorted({os.path.dirname(f) for f in glob.glob(str(root / "*" / "*.tfrecord-*"))})
+        where = (
+            f" Encoded shards are in {', '.join(found)}: pass --rollouts_pattern="
+            f"'{os.path.join(found[0], 'encoded-{split}*.tfrecord-*')}' to read them."
+            if found
+            else ""
+        )
         return (
             "Encode raw rollouts first: python scripts/data_gen/encode_raw_rollouts.py "
-            f"--environment={self.environment.name} ..."
+            f"--environment={env.name} ... (with --model_dir=D it writes to {root}/<D's name>/), "
+            "or point --rollouts_pattern at encoded shards (a glob with '{split}')." + where
         )
 
     def get_autoregressive_slices(

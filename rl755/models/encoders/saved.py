@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from rl755.common import checkpoints
+from rl755.common.errors import BadInput
 from rl755.environments import Environments
 from rl755.models.common.encoder import ObservationEncoder
 
@@ -74,7 +75,7 @@ def load_encoder(
     info = _checkpoint_info(path)
     for key, want in (("model", model_name), ("representation_size", int(representation_size))):
         if info and key in info and info[key] != want:
-            raise ValueError(
+            raise BadInput(
                 f"Checkpoint {path} was trained with {key}={info[key]!r} but is being loaded "
                 f"into {key}={want!r}. Use the settings it was trained with."
             )

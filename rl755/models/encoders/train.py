@@ -22,7 +22,10 @@ import tensorflow as tf
 from absl import logging
 
 from rl755.common import checkpoints, determinism, run_record, shard_checks, sharded_io, tf_setup
-from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
+from rl755.common.errors import (
+    MissingData,
+    NonFiniteLossError,  # noqa: F401  (re-exported)
+)
 from rl755.common.results import Result
 from rl755.common.structs import Rollout
 from rl755.common.tensorboard import TrainingLogs
@@ -103,7 +106,7 @@ def check_raw_rollouts(builder, split: str, environment: Environments) -> list[s
     try:
         files = builder.check_shards(split)
     except FileNotFoundError as e:
-        raise FileNotFoundError(
+        raise MissingData(
             f"{e} Or point --rollouts_pattern at existing shards "
             "(a glob with '{split}', e.g. '/data/raw/rollouts-{split}*.tfrecord-*')."
         ) from e
@@ -208,7 +211,7 @@ def train_obs_encoder(
         try:
             check_raw_rollouts(builder, "validation", env)
         except FileNotFoundError as e:
-            raise FileNotFoundError(
+            raise MissingData(
                 f"{e} Or pass --validation_steps=0 to train without a validation loss."
             ) from e
     info = {
