@@ -29,9 +29,16 @@ from absl import app, flags  # noqa: E402
 
 from rl755 import pipeline  # noqa: E402
 from rl755.common.errors import BadInput  # noqa: E402
+from rl755.pipeline import recipe_runner  # noqa: E402
+from rl755.pipeline.recipe_book import RECIPES  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("preset", "demo", sorted(pipeline.PRESETS), "Sizes of the run.")
+flags.DEFINE_enum(
+    "preset",
+    "demo",
+    sorted([*pipeline.PRESETS, *RECIPES]),
+    "Sizes of the run, or a headline result's whole recipe (docs/guides/recipes.md).",
+)
 flags.DEFINE_string("out_dir", None, "Where everything the run makes goes.")
 flags.DEFINE_enum("launcher", "local", ["local", "slurm"], "Run here, or submit to SLURM.")
 flags.DEFINE_list("stages", None, "Only these stages (local), e.g. train_controller,evaluate.")
@@ -83,13 +90,18 @@ def main(argv):
 
 def _main():
     if FLAGS.report:
-        pipeline.report_from_records(FLAGS.out_dir)
+        if recipe_runner.read_recipe_file(FLAGS.out_dir) is not None:
+            recipe_runner.report(FLAGS.out_dir)
+        else:
+            pipeline.report_from_records(FLAGS.out_dir)
         return 0
-    preset = pipeline.get_preset(FLAGS.preset)
     given = [f"--{name}" for name in _RESOURCE_FLAGS if FLAGS[name].value]
     given += [f"--{n}" for n in ("gpu_partition", "gpu_qos", "account") if FLAGS[n].value]
     if FLAGS.launcher != "slurm" and given:
         raise BadInput(f"{', '.join(given)} only apply with --launcher=slurm.")
+    if FLAGS.preset in RECIPES:
+        return _recipe()
+    preset = pipeline.get_preset(FLAGS.preset)
     print(f"Preset {FLAGS.preset}: {preset.description}")
     if FLAGS.launcher == "slurm":
         overrides = pipeline.parse_overrides(
@@ -123,6 +135,38 @@ def _main():
         stages=FLAGS.stages,
         threads=FLAGS.num_threads,
         deterministic=FLAGS.deterministic,
+    )
+    return 0
+
+
+def _recipe():
+    """A headline result's recipe (rl755.pipeline.recipe_runner)."""
+    recipe = RECIPES[FLAGS.preset]
+    print(f"Recipe {FLAGS.preset}: {recipe.description}")
+    for where, estimate in recipe.wall_time.items():
+        print(f"  expected wall time, {where}: {estimate}")
+    if FLAGS.stages:
+        raise BadInput("--stages applies to presets; a recipe skips its finished steps itself.")
+    if FLAGS.launcher == "slurm":
+        overrides = pipeline.parse_overrides(
+            {name: FLAGS[name].value for name in _RESOURCE_FLAGS},
+            gpu_partition=FLAGS.gpu_partition,
+            gpu_qos=FLAGS.gpu_qos,
+            account=FLAGS.account,
+        )
+        results = recipe_runner.submit_recipe(
+            FLAGS.preset,
+            FLAGS.out_dir,
+            FLAGS.seed,
+            FLAGS.dry_run,
+            overrides=overrides,
+            deterministic=FLAGS.deterministic,
+        )
+        for result in results:
+            print(result.summary())
+        return 0
+    recipe_runner.run_recipe(
+        FLAGS.preset, FLAGS.out_dir, seed=FLAGS.seed, deterministic=FLAGS.deterministic
     )
     return 0
 
