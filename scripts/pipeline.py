@@ -8,6 +8,11 @@
     python scripts/pipeline.py --preset=world_models --launcher=slurm --out_dir=$SCRATCH/wm \
         --partition=general --gpu_partition=volta-gpu --mem=train_controller=64G
 
+A headline result's whole recipe runs the same way (docs/guides/recipes.md; it prints its
+expected wall time): --preset=doom_dream, car_racing_real (tiny_doom_dream,
+tiny_car_racing_real: the same steps at tiny sizes). scripts/pack_run.py and
+scripts/unpack_run.py carry a run to another machine.
+
 Rerunning with the same --out_dir resumes (finished stages skip their work; on SLURM they are
 not submitted again). Ends with a table (stage, wall time, outputs) and the controller's real
 score beside the random policy's on the same seeds; pictures go to <out_dir>/pictures. On
