@@ -150,8 +150,11 @@ def _recipe():
     print(f"Recipe {FLAGS.preset}: {recipe.description}")
     for where, estimate in recipe.wall_time.items():
         print(f"  expected wall time, {where}: {estimate}")
-    if FLAGS.stages:
-        raise BadInput("--stages applies to presets; a recipe skips its finished steps itself.")
+    if FLAGS.stages or FLAGS.num_threads:
+        raise BadInput(
+            "--stages and --num_threads apply to presets; a recipe skips its finished steps "
+            "itself and runs each with its own flags."
+        )
     if FLAGS.launcher == "slurm":
         overrides = pipeline.parse_overrides(
             {name: FLAGS[name].value for name in _RESOURCE_FLAGS},

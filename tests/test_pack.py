@@ -13,6 +13,7 @@ import tarfile
 import numpy as np
 import pytest
 
+from rl755.common import sharded_io
 from rl755.common.errors import BadInput
 from rl755.pipeline import pack, recipe_runner
 from rl755.pipeline.recipe_book import get_recipe
@@ -120,6 +121,16 @@ def _arrays(path):
     return out
 
 
+def _records(path):
+    """The rollouts of a shard, as protos (their bytes order map entries per process)."""
+    import tensorflow as tf
+
+    return [
+        tf.train.SequenceExample.FromString(r.numpy())
+        for r in tf.data.TFRecordDataset(path, compression_type=sharded_io.detect_compression(path))
+    ]
+
+
 def _user_view(out):
     """What a user reads of a finished run: weights, controllers, scores, records."""
     view = {}
@@ -134,7 +145,7 @@ def _user_view(out):
             elif name in ("controller.json", "evaluation.json"):
                 view[rel] = json.loads(open(path).read().replace(out, "<out>"))
             elif ".tfrecord-" in name:
-                view[rel] = open(path, "rb").read()
+                view[rel] = _records(path)
     summary = json.loads(
         open(os.path.join(out, "recipe_summary.json")).read().replace(out, "<out>")
     )

@@ -214,6 +214,7 @@ def test_tiny_doom_recipe_runs_every_step_and_a_rerun_skips_them(tmp_path, capfd
     assert scores["mean"] == pytest.approx(np.mean(evaluation["returns"]))
     # The record a results-page row quotes: the recipe's name and code version.
     assert summary["recipe"] == "tiny_doom_dream" and len(summary["code"]["commit"]) == 40
+    assert recipe_runner.report(out)["scores"] == summary["scores"]  # SLURM's last job
     printed = capfd.readouterr().out
     assert f"recipe tiny_doom_dream (--seed=0), code {summary['code']['commit'][:12]}" in printed
     # Rerunning runs nothing and changes nothing.
@@ -224,3 +225,21 @@ def test_tiny_doom_recipe_runs_every_step_and_a_rerun_skips_them(tmp_path, capfd
     np.testing.assert_array_equal(
         np.load(os.path.join(models, "dream_controller", "controller_params.npy")), params
     )
+
+
+def test_on_slurm_each_step_waits_only_for_what_it_reads_and_a_report_ends_the_chain(tmp_path):
+    stages = build_recipe_stages(get_recipe("doom_dream"), str(tmp_path))
+    after = {s.name: s.after for s in stages}
+    assert after["collect_hold"] == ()  # collected beside the first steps
+    assert after["encode_hold_train"] == ("train_encoder", "collect_hold")
+    assert after["train_sequential_hold_3"] == (
+        "train_sequential_hold_2",
+        "encode_hold_train",
+        "encode_hold_validation",
+    )
+    results = recipe_runner.submit_recipe("tiny_doom_dream", str(tmp_path), dry_run=True)
+    assert [r.name for r in results] == [*after, "report"]
+    sbatch = open(results[-1].sbatch_script).read()
+    assert "scripts/pipeline.py" in sbatch and "--report" in sbatch
+    hold = open(results[list(after).index("collect_hold")].sbatch_script).read()
+    assert "--seed=757" in hold and "min_repeat=20,max_repeat=200" in hold
