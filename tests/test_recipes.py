@@ -243,3 +243,24 @@ def test_on_slurm_each_step_waits_only_for_what_it_reads_and_a_report_ends_the_c
     assert "scripts/pipeline.py" in sbatch and "--report" in sbatch
     hold = open(results[list(after).index("collect_hold")].sbatch_script).read()
     assert "--seed=757" in hold and "min_repeat=20,max_repeat=200" in hold
+
+
+def test_car_racing_recipe_chains_cma_es_from_the_demo_controller_and_scores_both():
+    recipe = get_recipe("car_racing_real")
+    steps = {s.name: s.flags for s in recipe.steps}
+    assert steps["collect"]["policy"] == "HastingsRandomPolicy"
+    assert steps["collect"]["num_rollouts"] == 40
+    assert steps["train_controller_demo"]["model_dir"] == "<models>/linear_controller_demo"
+    assert steps["train_controller_p4"]["initial_params"] == "<models>/linear_controller_demo"
+    assert steps["train_controller_p8"]["initial_params"] == "<models>/real_controller_p4"
+    for name in ("train_controller_demo", "train_controller_p4", "train_controller_p8"):
+        assert steps[name]["mode"] == "real"
+        assert steps[name]["sequential_model_dir"] == "<models>/mdn_rnn_vae_32ld_demo"
+    assert [
+        (s["model_dir"], s["num_episodes"], s["seed"])
+        for n, s in steps.items()
+        if n.startswith("evaluate")
+    ] == [
+        ("<models>/real_controller_p4", 100, 1000),
+        ("<models>/real_controller", 100, 1000),
+    ]
