@@ -14,6 +14,11 @@ its models sized by the entry's ModelPresets, the stages connected by the run's 
 directories (no zoo rows needed). Without it (or with the preset's own environment) the
 preset runs as it is.
 
+A headline result's whole recipe runs the same way (docs/guides/recipes.md; it prints its
+expected wall time): --preset=doom_dream, car_racing_real (tiny_doom_dream,
+tiny_car_racing_real: the same steps at tiny sizes). scripts/pack_run.py and
+scripts/unpack_run.py carry a run to another machine.
+
 Rerunning with the same --out_dir resumes (finished stages skip their work; on SLURM they are
 not submitted again). Ends with a table (stage, wall time, outputs) and the controller's real
 score beside the random policy's on the same seeds; pictures go to <out_dir>/pictures. On
@@ -35,9 +40,16 @@ from absl import app, flags  # noqa: E402
 
 from rl755 import pipeline  # noqa: E402
 from rl755.common.errors import BadInput  # noqa: E402
+from rl755.pipeline import recipe_runner  # noqa: E402
+from rl755.pipeline.recipe_book import RECIPES  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("preset", "demo", sorted(pipeline.PRESETS), "Sizes of the run.")
+flags.DEFINE_enum(
+    "preset",
+    "demo",
+    sorted([*pipeline.PRESETS, *RECIPES]),
+    "Sizes of the run, or a headline result's whole recipe (docs/guides/recipes.md).",
+)
 flags.DEFINE_string("out_dir", None, "Where everything the run makes goes.")
 flags.DEFINE_string(
     "environment",
@@ -94,13 +106,20 @@ def main(argv):
 
 def _main():
     if FLAGS.report:
-        pipeline.report_from_records(FLAGS.out_dir)
+        if recipe_runner.read_recipe_file(FLAGS.out_dir) is not None:
+            recipe_runner.report(FLAGS.out_dir)
+        else:
+            pipeline.report_from_records(FLAGS.out_dir)
         return 0
-    preset = pipeline.get_preset(FLAGS.preset, _environment(FLAGS.environment))
     given = [f"--{name}" for name in _RESOURCE_FLAGS if FLAGS[name].value]
     given += [f"--{n}" for n in ("gpu_partition", "gpu_qos", "account") if FLAGS[n].value]
     if FLAGS.launcher != "slurm" and given:
         raise BadInput(f"{', '.join(given)} only apply with --launcher=slurm.")
+    if FLAGS.preset in RECIPES:
+        if FLAGS.environment:
+            raise BadInput("--environment applies to presets; a recipe names its environment.")
+        return _recipe()
+    preset = pipeline.get_preset(FLAGS.preset, _environment(FLAGS.environment))
     print(f"Preset {FLAGS.preset}: {preset.description}")
     if FLAGS.launcher == "slurm":
         overrides = pipeline.parse_overrides(
@@ -145,6 +164,41 @@ def _environment(name):
         return None if name is None else Environments.from_name(name).name
     except ValueError as e:
         raise BadInput(f"--environment: {e}") from None
+
+
+def _recipe():
+    """A headline result's recipe (rl755.pipeline.recipe_runner)."""
+    recipe = RECIPES[FLAGS.preset]
+    print(f"Recipe {FLAGS.preset}: {recipe.description}")
+    for where, estimate in recipe.wall_time.items():
+        print(f"  expected wall time, {where}: {estimate}")
+    if FLAGS.stages or FLAGS.num_threads:
+        raise BadInput(
+            "--stages and --num_threads apply to presets; a recipe skips its finished steps "
+            "itself and runs each with its own flags."
+        )
+    if FLAGS.launcher == "slurm":
+        overrides = pipeline.parse_overrides(
+            {name: FLAGS[name].value for name in _RESOURCE_FLAGS},
+            gpu_partition=FLAGS.gpu_partition,
+            gpu_qos=FLAGS.gpu_qos,
+            account=FLAGS.account,
+        )
+        results = recipe_runner.submit_recipe(
+            FLAGS.preset,
+            FLAGS.out_dir,
+            FLAGS.seed,
+            FLAGS.dry_run,
+            overrides=overrides,
+            deterministic=FLAGS.deterministic,
+        )
+        for result in results:
+            print(result.summary())
+        return 0
+    recipe_runner.run_recipe(
+        FLAGS.preset, FLAGS.out_dir, seed=FLAGS.seed, deterministic=FLAGS.deterministic
+    )
+    return 0
 
 
 if __name__ == "__main__":

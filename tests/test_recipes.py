@@ -1,0 +1,267 @@
+"""Recipes: each headline result's whole recipe as steps of the stage scripts
+(`scripts/pipeline.py --preset=doom_dream`, `car_racing_real`), their flags against the zoo
+rows of the shipped models, and the tiny Doom recipe run end to end and resumed."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rl755 import zoo
+from rl755.pipeline import recipe_runner
+from rl755.pipeline.recipe_book import RECIPES, get_recipe
+from rl755.pipeline.recipes import build_recipe_stages
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Flags that connect a step to the run's own directories where the row names zoo models.
+WIRING = {
+    "encoder",
+    "sequential_model",
+    "encoder_dir",
+    "encoder_model",
+    "representation_size",
+    "sequential_model_dir",
+    "rollouts_pattern",
+    "initial_params",
+    "initial_weights",
+    "model",
+    "model_dir",
+    "seed",
+}
+# (recipe, step, zoo row, flags allowed to differ: the row's run went further than the
+# shipped model, which the step trains to exactly).
+ROWS = [
+    ("doom_dream", "train_encoder", "raw_rollout_vae_64ld", {"train_steps": "3000"}),
+    ("doom_dream", "train_sequential_random", "mdn_rnn_64ld_episodes", {"train_steps": "1000"}),
+    ("doom_dream", "train_controller_earlier", "dream_controller_episodes", {}),
+    ("doom_dream", "train_sequential_hold_3", "mdn_rnn_64ld_hold", {}),
+    ("doom_dream", "train_controller", "dream_controller", {}),
+    ("car_racing_real", "train_controller_p4", "real_controller_p4", {}),
+    ("car_racing_real", "train_controller_p8", "real_controller", {}),
+]
+
+
+def _spelled(value) -> str:
+    if value is True:
+        return ""  # a bare --flag in a row
+    return str(value)
+
+
+@pytest.mark.parametrize("recipe_name,step_name,row_name,differ", ROWS)
+def test_full_recipe_steps_train_with_the_zoo_rows_flags(recipe_name, step_name, row_name, differ):
+    recipe = get_recipe(recipe_name)
+    row = zoo.get(recipe.environment, row_name)
+    flags = recipe.step(step_name).flags
+    expected = {**row.flag_values(), **differ}
+    for name, value in expected.items():
+        if name in WIRING and name != "seed":
+            continue
+        got = flags.get(name, None if name != "seed" else 0)
+        assert got is not None, f"{step_name} lacks --{name}"
+        assert _spelled(got) == value or float(_spelled(got) or 1) == float(value or 1), (
+            step_name,
+            name,
+            got,
+            value,
+        )
+    unexpected = set(flags) - set(expected) - WIRING
+    assert not unexpected, f"{step_name} sets flags its row does not: {unexpected}"
+    if row.model:
+        assert flags["model"] == row.model
+
+
+def test_doom_recipe_collects_three_sets_and_trains_the_mdn_rnn_in_phases():
+    recipe = get_recipe("doom_dream")
+    collect = {s.name: s.flags for s in recipe.steps if s.stage == "collect"}
+    assert {k: (v["num_rollouts"], v["policy"], v["seed"]) for k, v in collect.items()} == {
+        "collect_random": (3200, "RepeatRandomPolicy", 755),
+        "collect_controller": (400, "controller", 756),
+        "collect_hold": (800, "RepeatRandomPolicy", 757),
+    }
+    assert collect["collect_controller"]["random_action_prob"] == 0.3
+    assert collect["collect_controller"]["controller_dir"] == "<models>/dream_controller_episodes"
+    assert collect["collect_hold"]["policy_kwargs"] == "min_repeat=20,max_repeat=200"
+    names = [s.name for s in recipe.steps]
+    for set_name in ("random", "controller", "hold"):
+        for split in ("train", "validation"):
+            assert f"encode_{set_name}_{split}" in names
+    phases = [s.flags for s in recipe.steps if s.stage == "train_sequential"]
+    assert [(p["model_dir"].split("/")[-1], p["train_steps"]) for p in phases] == [
+        ("mdn_rnn_64ld_episodes", 1000),
+        ("mdn_rnn_64ld_hold", 250),
+        ("mdn_rnn_64ld_hold", 500),
+        ("mdn_rnn_64ld_hold", 750),
+    ]
+    assert [p["rollouts_pattern"].split("_64ld_")[1][:5] for p in phases] == [
+        "[1]_*",
+        "[1]_*",
+        "[12]_",
+        "[123]",
+    ]
+    # Ordered so that every step's inputs exist before it runs.
+    assert names.index("train_controller_earlier") < names.index("collect_controller")
+    assert names.index("encode_hold_validation") < names.index("train_sequential_hold_3")
+    final = recipe.step("train_controller").flags
+    assert (final["eval_in"], final["select_episodes"], final["select_top"]) == ("dream", 256, 4)
+    assert final["temperature"] == 1.15 and final["mode"] == "dream"
+    assert names[-1] == "evaluate" and recipe.step("evaluate").flags["num_episodes"] == 100
+
+
+@pytest.mark.parametrize("name", ["doom_dream", "car_racing_real"])
+def test_tiny_recipes_have_the_full_ones_steps_stages_policies_and_flag_names(name):
+    full, tiny = get_recipe(name), get_recipe(f"tiny_{name}")
+    assert [(s.name, s.stage, s.after) for s in full.steps] == [
+        (s.name, s.stage, s.after) for s in tiny.steps
+    ]
+    for a, b in zip(full.steps, tiny.steps):
+        # Only sizes differ; tiny adds short validations, shards and evaluation episodes.
+        extras = {"validation_steps", "rollouts_per_shard", "max_steps"}
+        assert set(b.flags) - extras == set(a.flags) - extras, a.name
+        for key in ("policy", "policy_kwargs", "mode", "eval_in", "controller", "cell_state"):
+            assert a.flags.get(key) == b.flags.get(key), (a.name, key)
+    assert full.wall_time.keys() == {"2 cores", "slurm"}
+    assert all("estimate" in text for text in full.wall_time.values())
+
+
+def test_a_runs_seed_shifts_every_seed_but_the_evaluations():
+    recipe = get_recipe("doom_dream")
+    base = {s.name: s.flags for s in build_recipe_stages(recipe, "/r")}
+    other = {s.name: s.flags for s in build_recipe_stages(recipe, "/r", seed=3)}
+    assert other["collect_random"]["seed"] == base["collect_random"]["seed"] + 3 == 758
+    assert other["train_controller"]["seed"] == 758
+    assert other["evaluate"]["seed"] == base["evaluate"]["seed"] == 1000
+    assert base["collect_hold"]["out_dir"] == "/r/data/doom_take_cover/raw_rollouts_hold"
+
+
+def test_recipe_names_are_presets_of_the_pipeline_script_and_bad_ones_fail_once(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "recipe.json").write_text(json.dumps({"recipe": "tiny_doom_dream", "seed": 0}))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "scripts/pipeline.py",
+            "--preset=tiny_car_racing_real",
+            f"--out_dir={out}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": REPO},
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("--preset=tiny_doom_dream --seed=0") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "USAGE" not in proc.stderr
+    assert sorted(os.listdir(out)) == ["recipe.json"]
+    assert "expected wall time, 2 cores" in proc.stdout
+    assert set(RECIPES) == {
+        "doom_dream",
+        "car_racing_real",
+        "tiny_doom_dream",
+        "tiny_car_racing_real",
+    }
+
+
+def _weights(path):
+    import h5py
+
+    out = {}
+    with h5py.File(path) as f:
+        f.visititems(lambda k, v: out.__setitem__(k, v[()]) if hasattr(v, "shape") else None)
+    return out
+
+
+@pytest.mark.timeout(1800)  # (a loaded machine)
+def test_tiny_doom_recipe_runs_every_step_and_a_rerun_skips_them(tmp_path, capfd):
+    out = str(tmp_path / "doom")
+    summary = recipe_runner.run_recipe("tiny_doom_dream", out)
+    recipe = get_recipe("tiny_doom_dream")
+    assert [r["step"] for r in summary["steps"]] == [s.name for s in recipe.steps]
+    assert all(r["status"] == "ok" for r in summary["steps"]), summary["steps"]
+    data, models = os.path.join(out, "data", "doom_take_cover"), os.path.join(
+        out, "models", "doom_take_cover"
+    )
+    # Three collection sets, each encoded (both splits).
+    for raw, encoded in (
+        ("raw_rollouts", "raw_rollout_vae_64ld_1_random"),
+        ("raw_rollouts_controller", "raw_rollout_vae_64ld_2_controller"),
+        ("raw_rollouts_hold", "raw_rollout_vae_64ld_3_hold"),
+    ):
+        files = os.listdir(os.path.join(data, raw))
+        assert any(f.startswith("rollouts-train") for f in files), raw
+        enc = os.listdir(os.path.join(data, "encoded_rollouts", encoded))
+        assert {f.split("-")[1] for f in enc if f.startswith("encoded-")} == {"train", "validation"}
+    # The MDN-RNN phases: 3 steps in one directory, started from the first model's weights.
+    hold = [
+        json.load(open(os.path.join(models, "mdn_rnn_64ld_hold", "runs", f)))
+        for f in sorted(os.listdir(os.path.join(models, "mdn_rnn_64ld_hold", "runs")))
+    ]
+    assert [(r["flags"]["train_steps"], r["status"]) for r in hold] == [
+        (1, "completed"),
+        (2, "completed"),
+        (3, "completed"),
+    ]
+    # The chosen controller, chosen in the dream, and its real evaluation on seeds 1000+.
+    controller = json.load(open(os.path.join(models, "dream_controller", "controller.json")))
+    assert controller["mode"] == "dream" and controller["cell_state"] is True
+    evaluation = json.load(
+        open(os.path.join(out, "evaluation", "dream_controller", "evaluation.json"))
+    )
+    assert evaluation["seeds"][0] == 1000 and "random_policy" in evaluation
+    scores = summary["scores"]["evaluate"]
+    assert scores["mean"] == pytest.approx(np.mean(evaluation["returns"]))
+    # The record a results-page row quotes: the recipe's name and code version.
+    assert summary["recipe"] == "tiny_doom_dream" and len(summary["code"]["commit"]) == 40
+    assert recipe_runner.report(out)["scores"] == summary["scores"]  # SLURM's last job
+    printed = capfd.readouterr().out
+    assert f"recipe tiny_doom_dream (--seed=0), code {summary['code']['commit'][:12]}" in printed
+    # Rerunning runs nothing and changes nothing.
+    params = np.load(os.path.join(models, "dream_controller", "controller_params.npy"))
+    again = recipe_runner.run_recipe("tiny_doom_dream", out)
+    assert "done already" in capfd.readouterr().out
+    assert again["steps"] == summary["steps"]
+    np.testing.assert_array_equal(
+        np.load(os.path.join(models, "dream_controller", "controller_params.npy")), params
+    )
+
+
+def test_on_slurm_each_step_waits_only_for_what_it_reads_and_a_report_ends_the_chain(tmp_path):
+    stages = build_recipe_stages(get_recipe("doom_dream"), str(tmp_path))
+    after = {s.name: s.after for s in stages}
+    assert after["collect_hold"] == ()  # collected beside the first steps
+    assert after["encode_hold_train"] == ("train_encoder", "collect_hold")
+    assert after["train_sequential_hold_3"] == (
+        "train_sequential_hold_2",
+        "encode_hold_train",
+        "encode_hold_validation",
+    )
+    results = recipe_runner.submit_recipe("tiny_doom_dream", str(tmp_path), dry_run=True)
+    assert [r.name for r in results] == [*after, "report"]
+    sbatch = open(results[-1].sbatch_script).read()
+    assert "scripts/pipeline.py" in sbatch and "--report" in sbatch
+    hold = open(results[list(after).index("collect_hold")].sbatch_script).read()
+    assert "--seed=757" in hold and "min_repeat=20,max_repeat=200" in hold
+
+
+def test_car_racing_recipe_chains_cma_es_from_the_demo_controller_and_scores_both():
+    recipe = get_recipe("car_racing_real")
+    steps = {s.name: s.flags for s in recipe.steps}
+    assert steps["collect"]["policy"] == "HastingsRandomPolicy"
+    assert steps["collect"]["num_rollouts"] == 40
+    assert steps["train_controller_demo"]["model_dir"] == "<models>/linear_controller_demo"
+    assert steps["train_controller_p4"]["initial_params"] == "<models>/linear_controller_demo"
+    assert steps["train_controller_p8"]["initial_params"] == "<models>/real_controller_p4"
+    for name in ("train_controller_demo", "train_controller_p4", "train_controller_p8"):
+        assert steps[name]["mode"] == "real"
+        assert steps[name]["sequential_model_dir"] == "<models>/mdn_rnn_vae_32ld_demo"
+    assert [
+        (s["model_dir"], s["num_episodes"], s["seed"])
+        for n, s in steps.items()
+        if n.startswith("evaluate")
+    ] == [
+        ("<models>/real_controller_p4", 100, 1000),
+        ("<models>/real_controller", 100, 1000),
+    ]
