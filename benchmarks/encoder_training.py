@@ -6,7 +6,7 @@ Both feed the SAME compiled Keras train function of the World Models ConvVAE (Ca
 Z = 32) in one process, interleaved repeat by repeat:
   pipeline:  RawRollouts-style shards of real CarRacing frames (GZIP TFRecords, 1000-frame
              rollouts) -> random_rollout_observations(obs_sampled_per_rollout=100) ->
-             shuffle(1000) -> batch -> prefetch (rl755.models.common.train_encoder)
+             shuffle(1000) -> batch -> prefetch (rl755.models.encoders.train)
   in-memory: one uint8 batch already in memory, repeated (no input pipeline at all)
 Prints the median images/s of each and their ratio (target >= 0.95: the input pipeline
 is not the bottleneck), and the same per CPU-second of the process (includes the tf.data
@@ -46,7 +46,7 @@ def main(argv):
     from rl755.common import sharded_io, tf_setup
     from rl755.data.car_racing.raw_rollouts import RawRollouts
     from rl755.models import catalogue
-    from rl755.models.common.train_encoder import observation_batches
+    from rl755.models.encoders.train import observation_batches
 
     tf_setup.limit_threads(FLAGS.num_threads)
     tmp = tempfile.mkdtemp(prefix="bench_enc_train_")

@@ -138,7 +138,7 @@ def train_variants(out_dir, pattern, variants, train_steps, batch_size, sequence
     """Trains each variant (resuming); returns {label: {"model_dir", "cpu_seconds", ...}}."""
     import tensorflow as tf
 
-    from rl755.models.common.train_sequential import train_sequential_model
+    from rl755.models.sequential.train import train_sequential_model
 
     runs = {}
     for label in variants:
@@ -185,7 +185,7 @@ def evaluate(runs, pattern, num_starts=256, dream_gap_episodes=20, seed=0):
     from rl755.evaluation import benchmark, gap
     from rl755.evaluation.rollouts import load_rollouts
     from rl755.evaluation.run import PatternRollouts
-    from rl755.models.common.train_sequential import load_trained_model
+    from rl755.models.sequential.train import load_trained_model
 
     data = load_rollouts(PatternRollouts(Environments.FAKE_PIXELS, pattern), "validation")
     settings = benchmark.Settings(

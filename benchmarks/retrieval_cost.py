@@ -43,8 +43,8 @@ def synthetic_index(directory, env, settings, windows: int) -> str:
     from rl755.common import sharded_io
     from rl755.common.structs import Rollout
     from rl755.evaluation.run import PatternRollouts
-    from rl755.models.common.retrieval import index_dir
-    from rl755.models.common.retrieval_index import build_index
+    from rl755.models.retrieval.index import build_index
+    from rl755.models.retrieval.model import index_dir
 
     z, a = env.presets.representation_size, env.action_size
     rng = np.random.default_rng(0)
@@ -74,7 +74,7 @@ def main(argv):
     from rl755.environments import Environments
     from rl755.evaluation.cost import acting_cost
     from rl755.models import catalogue
-    from rl755.models.common.retrieval import RETRIEVAL_PRESETS
+    from rl755.models.retrieval.model import RETRIEVAL_PRESETS
 
     tf_setup.limit_threads(FLAGS.num_threads)
     env = Environments.from_name(FLAGS.environment)

@@ -18,8 +18,8 @@ matter) so the data pipeline is not what is measured. For each model, alternatin
              (the trainer clips no gradients, so neither does this), one bare `tf.function`
              step on the same batches
 
-With `--baseline_loop=FILE` (a `sequential_loop.py` of another code version, e.g. the one
-before a change: `git show <commit>:rl755/models/common/sequential_loop.py > /tmp/loop.py`)
+With `--baseline_loop=FILE` (a `rl755/models/sequential/loop.py` of another code version, e.g. the one
+before a change: `git show <commit>:rl755/models/sequential/loop.py > /tmp/loop.py`)
 that trainer is a third side, so before and after are timed in one process, interleaved.
 The order of the sides is reversed every other round. The first `--warm` steps of every block
 are dropped (tracing, and compiling with XLA). It prints the median sequences/s of each over
@@ -63,8 +63,8 @@ def define_flags():
     flags.DEFINE_string(
         "baseline_loop",
         None,
-        "A sequential_loop.py of another code version, timed as a third side (before/after a "
-        "change), e.g. from `git show <commit>:rl755/models/common/sequential_loop.py`.",
+        "A rl755/models/sequential/loop.py of another code version, timed as a third side (before/after a "
+        "change), e.g. from `git show <commit>:rl755/models/sequential/loop.py`.",
     )
 
 
@@ -148,7 +148,7 @@ def trainer_block(loop, model_fn, dataset_fn, model_dir, done, steps, warm, batc
 
 
 def load_loop(path: str):
-    """A sequential_loop.py of another code version, as a module (its imports resolve in
+    """A rl755/models/sequential/loop.py of another code version, as a module (its imports resolve in
     this checkout's rl755)."""
     import importlib.util
 
@@ -165,7 +165,7 @@ def main(argv):
     import tensorflow as tf
 
     from rl755.models import catalogue
-    from rl755.models.common import sequential_loop
+    from rl755.models.sequential import loop as sequential_loop
 
     b, length = FLAGS.batch_size, FLAGS.sequence_length
     data = synthetic_slices(b, length)

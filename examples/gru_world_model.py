@@ -7,9 +7,9 @@ python scripts/models/train_sequential_model.py --model=gru.gru_with_heads ...
 import keras
 import tensorflow as tf
 
-from rl755.models.common.sequential_heads import DeterministicHead
-from rl755.models.common.sequential_models import HeadedSequentialModel
 from rl755.models.registry import Sequential, register
+from rl755.models.sequential.heads import DeterministicHead
+from rl755.models.sequential.models import HeadedSequentialModel
 
 
 class GruBackbone(keras.layers.Layer):

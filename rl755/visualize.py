@@ -86,7 +86,7 @@ ROW_LABELS = ("real", "VAE", "one-step")
 
 def as_seen(encoder, frames) -> np.ndarray:
     """float [N, h, w, C] in [0, 1]: the frames as the encoder sees them (cropped, resized)."""
-    from rl755.models.common.encoder_callbacks import frames_as_seen
+    from rl755.models.encoders.callbacks import frames_as_seen
 
     return frames_as_seen(encoder, frames)
 
@@ -108,7 +108,7 @@ def decode(encoder, z) -> np.ndarray:
 def reconstructions(encoder, frames) -> np.ndarray | None:
     """uint8 [2*h, N*w, C]: the frames as the encoder sees them on top, reconstructions below
     (what train_obs_encoder saves at every checkpoint); None for encoders without a decoder."""
-    from rl755.models.common.encoder_callbacks import reconstruction_grid
+    from rl755.models.encoders.callbacks import reconstruction_grid
 
     return reconstruction_grid(encoder, frames)
 

@@ -103,7 +103,7 @@ TINY_TRAINING = dict(
 
 def train_tiny(model_dir, steps: int, model: str, **overrides):
     """`train_sequential_model` of `model` for `steps` steps at TINY_TRAINING's settings."""
-    from rl755.models.common import train_sequential
+    from rl755.models.sequential import train as train_sequential
 
     args = dict(TINY_TRAINING, model_dir=str(model_dir), train_steps=steps, model=model)
     args.update(overrides)

@@ -126,7 +126,7 @@ def _damage_a_record(path):
 
 
 def test_a_damaged_record_met_during_training_is_named_and_leaves_only_the_record(tmp_path):
-    from rl755.models.common.train_encoder import train_obs_encoder
+    from rl755.models.encoders.train import train_obs_encoder
 
     raw = tmp_path / "raw"
     path = _shard(raw, "")
@@ -191,7 +191,7 @@ def test_a_damaged_record_met_while_encoding_is_named_and_leaves_only_the_record
 def test_train_sequential_model_names_a_truncated_shard(tmp_path):
     from sequential_helpers import write_encoded_dataset
 
-    from rl755.models.common import train_sequential as ts
+    from rl755.models.sequential import train as ts
 
     d = write_encoded_dataset(tmp_path / "data" / "fake" / "encoded_rollouts" / "vae")
     bad = sharded_io.list_shards(os.path.join(str(d), "*train*.tfrecord-*"))[0]
@@ -212,7 +212,7 @@ def test_a_damaged_record_met_while_training_a_sequential_model_leaves_only_the_
     """Above FULL_READ_MAX_BYTES the error names the shard pattern and the finder instead."""
     from sequential_helpers import write_encoded_dataset
 
-    from rl755.models.common import train_sequential as ts
+    from rl755.models.sequential import train as ts
 
     d = write_encoded_dataset(tmp_path / "data" / "fake" / "encoded_rollouts" / "vae")
     path = sharded_io.list_shards(os.path.join(str(d), "*train*.tfrecord-*"))[0]

@@ -132,7 +132,7 @@ def raw_dir(tmp_path_factory):
 
 
 def _train_encoder(model_dir, raw_dir, seed, deterministic=True):
-    from rl755.models.common.train_encoder import train_obs_encoder
+    from rl755.models.encoders.train import train_obs_encoder
 
     return train_obs_encoder(
         model_dir=str(model_dir),
@@ -163,7 +163,7 @@ def test_encoder_training_repeats_bit_for_bit(tmp_path, raw_dir):
 
 
 def _train_sequential(model_dir, seed):
-    from rl755.models.common.train_sequential import train_sequential_model
+    from rl755.models.sequential.train import train_sequential_model
 
     return train_sequential_model(
         model_dir=str(model_dir),

@@ -13,9 +13,9 @@ from encoder_helpers import fake_rollout, pattern, save_untrained_vae, write_raw
 
 from rl755.common import checkpoints, sharded_io
 from rl755.common.errors import NonFiniteLossError
-from rl755.models.common.encoder_callbacks import StopOnNonFiniteLoss
-from rl755.models.common.saved_encoders import load_encoder
-from rl755.models.common.train_encoder import train_obs_encoder
+from rl755.models.encoders.callbacks import StopOnNonFiniteLoss
+from rl755.models.encoders.saved import load_encoder
+from rl755.models.encoders.train import train_obs_encoder
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +211,7 @@ def test_resume_restores_weights_and_adam_state_exactly(tmp_path, raw_dir, monke
     """The state a resumed run starts training from (weights, Adam's step count and both
     moments of every variable) is exactly the state the first run ended with. (The batches
     after a resume are new random draws, so whole runs are compared by state, not by loss.)"""
-    from rl755.models.common.conv_vae import ConvVae
+    from rl755.models.encoders.conv_vae import ConvVae
 
     states = []
     real_fit = ConvVae.fit
@@ -247,7 +247,7 @@ def test_reconstruction_picture_is_what_the_model_sees_above_its_reconstruction(
     (top row; the indicator bar gone), the decoded posterior means below, in order."""
     from rl755.common import pictures
     from rl755.models import catalogue
-    from rl755.models.common.encoder_callbacks import reconstruction_grid
+    from rl755.models.encoders.callbacks import reconstruction_grid
 
     vae = catalogue.build("CAR_RACING", "vae.Vae").build_for_frames()
     frames = np.random.default_rng(1).integers(0, 256, (3, 96, 96, 3), dtype=np.uint8)

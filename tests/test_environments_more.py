@@ -314,8 +314,8 @@ def test_agent_and_dream_feed_the_model_one_hot_actions():
     from rl755.controller.agent import AgentSpec, WorldModelAgent
     from rl755.controller.dream_eval import DreamEvaluator
     from rl755.controller.networks import make_controller
-    from rl755.models.common.conv_vae import ConvVae
-    from rl755.models.common.sequential_models import mdn_rnn
+    from rl755.models.encoders.conv_vae import ConvVae
+    from rl755.models.sequential.models import mdn_rnn
 
     env_enum = Environments.DOOM_TAKE_COVER
     assert AgentSpec("DOOM_TAKE_COVER", "LinearController").action_fn is not None

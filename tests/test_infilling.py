@@ -1,4 +1,4 @@
-"""Infilling transformers (rl755/models/common/infilling.py, sequential_tasks.py): the tasks'
+"""Infilling transformers (rl755/models/infilling/model.py, rl755/models/sequential/tasks.py): the tasks'
 masks, what the infilling head reads (both sides, never the hidden z), acting step by step,
 training by --task through the stage function and the script, exact resume."""
 
@@ -12,9 +12,9 @@ import tensorflow as tf
 from sequential_helpers import A, Z, fake_model, fixed_slices, train_tiny, write_encoded_dataset
 
 from rl755.common import checkpoints
-from rl755.models.common import sequential_loop as loop
-from rl755.models.common import train_sequential as ts
-from rl755.models.common.sequential_tasks import resolve_task
+from rl755.models.sequential import loop
+from rl755.models.sequential import train as ts
+from rl755.models.sequential.tasks import resolve_task
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAME = "transformer.tiny_infilling_transformer_with_heads"

@@ -84,7 +84,7 @@ def test_mixture_sampling_prints_no_onednn_type_notice():
     sample = """
         import os
         import rl755, tensorflow as tf
-        from rl755.models.common.sequential_heads import MixtureDensityHead
+        from rl755.models.sequential.heads import MixtureDensityHead
         head = MixtureDensityHead(representation_size=3, num_components=2)
         out = head(tf.zeros([4, 8]))
         print(tf.function(lambda o: head.sample(o, seed=2))(out).shape)  # as dream workers do

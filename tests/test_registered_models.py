@@ -27,9 +27,9 @@ from sequential_helpers import A, Z, fixed_slices, train_tiny, write_encoded_dat
 import examples.gru_world_model  # noqa: F401  (registers gru.gru_with_heads)
 from rl755.common import checkpoints, devices
 from rl755.models import catalogue, registry
-from rl755.models.common import sequential_loop
 from rl755.models.common.sequential import SequentialModel
-from rl755.models.common.train_sequential import load_trained_model, resolve_rollouts_dataset
+from rl755.models.sequential import loop as sequential_loop
+from rl755.models.sequential.train import load_trained_model, resolve_rollouts_dataset
 
 ENV = "FAKE_PIXELS"
 EXAMPLE = "gru.gru_with_heads"

@@ -1,4 +1,4 @@
-"""Retrieval of past experience (rl755/models/common/retrieval*.py): the windows, the faiss
+"""Retrieval of past experience (rl755/models/retrieval/model*.py): the windows, the faiss
 index rebuilt identically after an interruption, the search against brute force with the
 own rollout left out, acting = full pass at a bounded cost, dreaming, training and resume."""
 
@@ -12,11 +12,11 @@ from sequential_helpers import TINY_TRAINING, A, Z, fake_model, write_encoded_da
 
 from rl755.common import checkpoints
 from rl755.data import registry
-from rl755.models.common import retrieval_index as ri
-from rl755.models.common import sequential_loop as loop
-from rl755.models.common import train_sequential as ts
-from rl755.models.common.retrieval import index_dir
-from rl755.models.common.retrieval_memory import Memory
+from rl755.models.retrieval import index as ri
+from rl755.models.retrieval.memory import Memory
+from rl755.models.retrieval.model import index_dir
+from rl755.models.sequential import loop
+from rl755.models.sequential import train as ts
 
 NAME = "transformer.tiny_retrieval_transformer_with_heads"
 
@@ -286,7 +286,7 @@ def test_index_standardizes_keys_and_continuations_by_the_rollouts_statistics(tm
 def test_fusion_ignores_the_items_not_found():
     """Items with found = 0 take no part: changing them changes nothing, and with none found
     the fusion is the feed-forward block alone."""
-    from rl755.models.common.retrieval import RetrievalFusion
+    from rl755.models.retrieval.model import RetrievalFusion
 
     fusion = RetrievalFusion(num_heads=2)
     fusion.build((None, 8))

@@ -6,10 +6,10 @@ import pytest
 import tensorflow as tf
 from sequential_helpers import fake_model
 
-from rl755.models.common import sequential_models as sm
-from rl755.models.common.lstm import LstmBackbone
 from rl755.models.common.sequential import SequentialModel
-from rl755.models.common.sequential_heads import MixtureDensityHead, mixture_log_prob
+from rl755.models.sequential import models as sm
+from rl755.models.sequential.heads import MixtureDensityHead, mixture_log_prob
+from rl755.models.sequential.lstm import LstmBackbone
 
 Z, A = 4, 3
 
@@ -309,8 +309,8 @@ def test_step_and_sample_next_run_inside_a_compiled_while_loop(name):
 
 
 def test_transformer_constructors_take_sizes_by_keyword_with_shared_defaults():
-    from rl755.models.common.infilling import infilling_transformer
-    from rl755.models.common.retrieval import retrieval_transformer
+    from rl755.models.infilling.model import infilling_transformer
+    from rl755.models.retrieval.model import retrieval_transformer
 
     def causal(model):  # the CausalTransformer, inside the retrieval / maskable wrapper
         return getattr(model.backbone, "backbone", model.backbone)
@@ -329,7 +329,7 @@ def test_transformer_constructors_take_sizes_by_keyword_with_shared_defaults():
 def test_attention_is_alibi_over_the_sliding_window_by_hand():
     """One SlidingWindowAttention layer against numpy: logits q.k / sqrt(dk) - slope_h (i - j)
     over keys i - W < j <= i (real ones only), slopes 2^(-8 h / heads), h = 1..heads."""
-    from rl755.models.common.transformer import SlidingWindowAttention, alibi_slopes
+    from rl755.models.sequential.transformer import SlidingWindowAttention, alibi_slopes
 
     np.testing.assert_allclose(alibi_slopes(4), [2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8])
     heads, dk, w, d, t = 2, 3, 3, 4, 7

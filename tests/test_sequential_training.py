@@ -16,8 +16,8 @@ from sequential_helpers import Z, fake_model, fixed_slices, train_tiny, write_en
 
 from rl755.common import checkpoints
 from rl755.common.errors import NonFiniteLossError
-from rl755.models.common import sequential_loop as loop
-from rl755.models.common import train_sequential as ts
+from rl755.models.sequential import loop
+from rl755.models.sequential import train as ts
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -198,7 +198,7 @@ def test_two_devices_give_the_same_losses_as_one(tmp_path):
         tf_setup.split_cpu_into_logical_devices(2)
         import tensorflow as tf
         from rl755.common import devices
-        from rl755.models.common import sequential_loop as loop
+        from rl755.models.sequential import loop
         from sequential_helpers import fake_model, fixed_slices
         out = {{}}
         for name, fn, clip in [
@@ -687,7 +687,7 @@ def test_batch_parts_are_chosen_by_the_executors_threads_and_checked(monkeypatch
     """Automatic parts: with XLA and an autoregressive task, the largest divisor of the
     replica's batch up to the threads (shared by the replicas), 8, and 4 sequences a part;
     one part without XLA or for infilling tasks. A requested count must divide the batch."""
-    from rl755.models.common import sequential_tasks as tasks
+    from rl755.models.sequential import tasks
 
     ar, infill = tasks.resolve_task("autoregressive"), tasks.resolve_task("infill")
     choose = loop.choose_batch_shards

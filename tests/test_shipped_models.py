@@ -32,7 +32,7 @@ def trained(tmp_path_factory):
     controller on the zoo names of the other two (as its row says)."""
     from rl755.controller.cma_train import CmaConfig, PoolConfig, train_controller
     from rl755.controller.evaluate import evaluate_controller
-    from rl755.models.common.train_encoder import train_obs_encoder
+    from rl755.models.encoders.train import train_obs_encoder
 
     root = tmp_path_factory.mktemp("trained")
     models = root / "models" / "fake"

@@ -20,7 +20,7 @@ from rl755.common import checkpoints, tensorboard
 
 
 def _train_encoder(model_dir, tmp_path):
-    from rl755.models.common.train_encoder import train_obs_encoder
+    from rl755.models.encoders.train import train_obs_encoder
 
     raw = tmp_path / "raw"
     if not raw.exists():
@@ -35,7 +35,7 @@ def _train_encoder(model_dir, tmp_path):
 
 
 def _train_sequential(model_dir, tmp_path):
-    from rl755.models.common.train_sequential import train_sequential_model
+    from rl755.models.sequential.train import train_sequential_model
 
     encoded = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
     if not encoded.exists():

@@ -1,4 +1,4 @@
-"""The infilling U-Net (rl755/models/common/unet*.py, infill_*.py): data windows and masks, the
+"""The infilling U-Net (rl755/models/unet/model*.py, infill_*.py): data windows and masks, the
 networks, training with and without the GAN loss (checkpoints, exact resume, NaN guard,
 TensorBoard, pictures), the measures, and the comparison of trained models."""
 
@@ -18,10 +18,11 @@ from rl755.common import checkpoints, tensorboard
 from rl755.common.errors import BadInput, NonFiniteLossError
 from rl755.data import registry
 from rl755.models import catalogue
-from rl755.models.common import infill_data, infill_metrics
-from rl755.models.common.infill_config import InfillConfig
-from rl755.models.common.unet import InfillingUNet, PatchDiscriminator
-from rl755.models.common.unet_loop import fit_infilling_unet
+from rl755.models.infilling import data as infill_data
+from rl755.models.infilling import metrics as infill_metrics
+from rl755.models.infilling.config import InfillConfig
+from rl755.models.unet.loop import fit_infilling_unet
+from rl755.models.unet.model import InfillingUNet, PatchDiscriminator
 
 ENV = "FAKE_PIXELS"
 MODEL = "unet.infilling_unet"
@@ -44,7 +45,7 @@ def _config(**kwargs) -> InfillConfig:
 
 
 def _train(model_dir, raw, **kwargs):
-    from rl755.models.common.train_unet import train_infilling_unet
+    from rl755.models.unet.train import train_infilling_unet
 
     return train_infilling_unet(
         str(model_dir), ENV, MODEL, _config(**kwargs), windows_per_rollout=4,
@@ -195,7 +196,7 @@ def test_trains_with_and_without_the_gan_loss(adversarial_weight, raw_dir, tmp_p
     (record,) = os.listdir(model_dir / "runs")
     assert json.load(open(model_dir / "runs" / record))["status"] == "completed"
 
-    from rl755.models.common.train_unet import load_infilling_unet
+    from rl755.models.unet.train import load_infilling_unet
 
     generator, info = load_infilling_unet(str(model_dir))
     assert info["step"] == 4 and info["adversarial"] is gan and generator.noise_size == 4
@@ -286,7 +287,7 @@ def test_a_nan_loss_stops_training_before_any_checkpoint(tmp_path):
 
 def test_bad_names_and_flags_fail_before_anything_is_written(raw_dir, tmp_path):
     raw, _ = raw_dir
-    from rl755.models.common.train_unet import train_infilling_unet
+    from rl755.models.unet.train import train_infilling_unet
 
     def train(**kwargs):
         args = dict(model_dir=str(tmp_path / "bad"), environment=ENV, model=MODEL, config=_config())
@@ -352,7 +353,7 @@ def test_the_scripts_train_and_compare_models(raw_dir, tmp_path, repo_root):
 
 
 def test_comparing_bad_directories_fails_naming_them_and_writes_nothing(raw_dir, tmp_path):
-    from rl755.models.common.infill_eval import evaluate_infilling_models
+    from rl755.models.infilling.eval import evaluate_infilling_models
 
     raw, _ = raw_dir
     out = tmp_path / "nothing"

@@ -343,7 +343,7 @@ def mdn_run(tmp_path_factory):
     from sequential_helpers import fake_model, fixed_slices
 
     from rl755.common import devices
-    from rl755.models.common import sequential_loop
+    from rl755.models.sequential import loop as sequential_loop
 
     model_dir = tmp_path_factory.mktemp("runs") / "mdn_run"
     sequential_loop.fit_sequential_model(
@@ -365,7 +365,7 @@ def _saved_models(mdn_run):
     """An untrained saved encoder and `mdn_run` as a saved sequential model, where
     the zoo looks for them (this test's models dir)."""
     from rl755.common import checkpoints, config
-    from rl755.models.common.train_encoder import build_encoder, make_encoder
+    from rl755.models.encoders.train import build_encoder, make_encoder
 
     models = config.env_models_dir("fake")
     vae = make_encoder("FAKE_PIXELS", "vae.Vae", 4)

@@ -17,8 +17,8 @@ leaves at most files without a marker, which are ignored (and overwritten by the
 of that number). `N` counts the saves (1, 2, ...); the marker's "step" says how far the
 trainer was (training steps, or CMA-ES generations).
 
-The trainers: rl755.models.common.train_encoder (weights incl. optimizer),
-rl755.models.common.sequential_loop (weights + optimizer), rl755.controller.cma_state (the
+The trainers: rl755.models.encoders.train (weights incl. optimizer),
+rl755.models.sequential.loop (weights + optimizer), rl755.controller.cma_state (the
 CMA-ES state). Resuming from the newest complete checkpoint is exact for all three.
 
     ckpt = newest_complete_checkpoint(model_dir)   # Checkpoint or None

@@ -34,7 +34,7 @@ class EncoderFromDir:
     representation_size: int
 
     def __call__(self):
-        from rl755.models.common.saved_encoders import load_encoder
+        from rl755.models.encoders.saved import load_encoder
 
         return load_encoder(
             self.environment, self.model_name, self.model_dir, self.representation_size
@@ -48,7 +48,7 @@ class SequentialModelFromDir:
     model_dir: str
 
     def __call__(self):
-        from rl755.models.common.train_sequential import load_trained_model
+        from rl755.models.sequential.train import load_trained_model
 
         return load_trained_model(self.model_dir)
 

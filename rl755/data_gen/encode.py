@@ -77,7 +77,7 @@ def load_encoder_for_encoding(
     `checkpoint` picks a weights file (default: newest complete checkpoint)."""
     from rl755.common import checkpoints
     from rl755.models.common.encoder import ObservationEncoder
-    from rl755.models.common.saved_encoders import _checkpoint_info, load_encoder
+    from rl755.models.encoders.saved import _checkpoint_info, load_encoder
 
     env = Environments.from_name(environment)
     if model_dir is None:
@@ -239,7 +239,7 @@ def encode_raw_rollouts(
     compression = sharded_io.normalize_compression(compression)
     if batch_size <= 0:
         raise ValueError(f"--batch_size must be positive, got {batch_size}.")
-    from rl755.models.common.train_encoder import raw_rollouts_builder
+    from rl755.models.encoders.train import raw_rollouts_builder
 
     builder = raw_rollouts_builder(env, rollouts_pattern)
     try:

@@ -70,7 +70,7 @@ class ModelPresets:
         random rollouts; today's sampler starts slices anywhere).
       transformer_sizes: (preset name, size) for tiny, small and base.
       unet_filters: filters per resolution of `unet.infilling_unet` (one stride-2 step
-        each; frame sides must divide by 2 ** len), rl755/models/common/unet.py.
+        each; frame sides must divide by 2 ** len), rl755/models/unet/model.py.
       patch_discriminator_filters: its patch discriminator's stride-2 convolutions.
     """
 

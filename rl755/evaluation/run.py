@@ -270,7 +270,7 @@ def _training_info(model_fn) -> dict | None:
     """What a --sequential_model_dir model was trained with (its newest checkpoint's marker):
     {"model", "train_steps", "task"}, so the table shows whether models had equal compute."""
     from rl755.controller import resolve
-    from rl755.models.common.train_sequential import read_model_info
+    from rl755.models.sequential.train import read_model_info
 
     if not isinstance(model_fn, resolve.SequentialModelFromDir):
         return None

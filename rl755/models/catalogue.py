@@ -34,13 +34,13 @@ INFILLING = "infilling"  # frame models: context frames + actions -> an infilled
 #: The environment variable naming modules that register more models.
 MODULES_VARIABLE = "RL755_MODEL_MODULES"
 
-_MODELS = "rl755.models.common.sequential_models"
+_MODELS = "rl755.models.sequential.models"
 _RNN = {"units": Preset("rnn_units")}
 _MDN = {**_RNN, "num_components": Preset("num_components")}
 _TRANSFORMER_BUILDERS = {
-    "deterministic": "rl755.models.common.sequential_models:deterministic_transformer",
-    "infilling": "rl755.models.common.infilling:infilling_transformer",
-    "retrieval": "rl755.models.common.retrieval:retrieval_transformer",
+    "deterministic": "rl755.models.sequential.models:deterministic_transformer",
+    "infilling": "rl755.models.infilling.model:infilling_transformer",
+    "retrieval": "rl755.models.retrieval.model:retrieval_transformer",
 }
 _TRANSFORMER_WHAT = {
     "deterministic": "causal sliding-window transformer, regression of z_(t+1)",
@@ -122,7 +122,7 @@ _VAE_PRESETS = (
 
 
 def _vae(env: Environment, kwargs: dict):
-    from rl755.models.common.conv_vae import ConvVae
+    from rl755.models.encoders.conv_vae import ConvVae
 
     obs_sampled_per_rollout = kwargs.pop("obs_sampled_per_rollout", None)
     args = {name: getattr(env.presets, name) for name in _VAE_PRESETS}
@@ -132,7 +132,7 @@ def _vae(env: Environment, kwargs: dict):
 
 
 def _unet(env: Environment, kwargs: dict):
-    from rl755.models.common.unet import InfillingUNet
+    from rl755.models.unet.model import InfillingUNet
 
     args = dict(
         frame_shape=env.observation_shape,

@@ -268,8 +268,8 @@ def check_preset(preset: Preset) -> None:
     stages' own resolvers. (Each stage's flags are checked by its script: `run_local`,
     `submit_slurm`.)"""
     from rl755.controller.resolve import saved_model_fn
-    from rl755.models.common.train_encoder import resolve_encoder_fn
-    from rl755.models.common.train_sequential import resolve_model_fn, resolve_rollouts_dataset
+    from rl755.models.encoders.train import resolve_encoder_fn
+    from rl755.models.sequential.train import resolve_model_fn, resolve_rollouts_dataset
     from rl755.policies import resolve_policy
 
     env = Environments.from_name(preset.environment)

@@ -38,8 +38,8 @@ SCRIPTS = {
 
 #: "module:function" loading a row of each kind (imported only when a model is loaded).
 LOADERS = {
-    ENCODER: "rl755.models.common.saved_encoders:load_encoder",
-    SEQUENTIAL: "rl755.models.common.saved_sequential:load_sequential_model",
+    ENCODER: "rl755.models.encoders.saved:load_encoder",
+    SEQUENTIAL: "rl755.models.sequential.saved:load_sequential_model",
     CONTROLLER: "rl755.controller.saved:load_trained_controller",
 }
 

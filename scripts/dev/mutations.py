@@ -54,7 +54,7 @@ MUTATIONS = [
     ),
     dict(
         name="vae_keeps_indicator_bar",
-        file="rl755/models/common/conv_vae.py",
+        file="rl755/models/encoders/conv_vae.py",
         old="x = x[:, self.crop_rows[0] : self.crop_rows[1]]",
         new="x = x[:, :]",
         tests=(f"{ENCODER}::test_car_racing_vae_crops_the_indicator_bar_by_content",),
@@ -62,7 +62,7 @@ MUTATIONS = [
     ),
     dict(
         name="encoder_resume_zeroes_adam_moments",
-        file="rl755/models/common/train_encoder.py",
+        file="rl755/models/encoders/train.py",
         old="checkpoints.load_weights_checked(encoder, latest.weights_path)",
         new=(
             "checkpoints.load_weights_checked(encoder, latest.weights_path)\n"
@@ -236,7 +236,7 @@ MUTATIONS = [
     # ---- models ----------------------------------------------------------------------------------
     dict(
         name="mdn_temperature_ignored",
-        file="rl755/models/common/sequential_heads.py",
+        file="rl755/models/sequential/heads.py",
         old='logits=outputs["mdn_logits"] / tau',
         new='logits=outputs["mdn_logits"]',
         tests=(f"{SEQ_MODELS}::test_mdn_samples_match_mixture_moments",),
@@ -255,7 +255,7 @@ MUTATIONS = [
     ),
     dict(
         name="mdn_nll_without_log_softmax",
-        file="rl755/models/common/sequential_heads.py",
+        file="rl755/models/sequential/heads.py",
         old='log_weights = tf.nn.log_softmax(outputs["mdn_logits"], axis=-1)',
         new='log_weights = outputs["mdn_logits"]',
         tests=(f"{SEQ_MODELS}::test_mdn_loss_is_tfps_mixture_log_prob",),
@@ -263,7 +263,7 @@ MUTATIONS = [
     ),
     dict(
         name="lstm_kernel_padding_drops_gradient",
-        file="rl755/models/common/lstm_kernel.py",
+        file="rl755/models/sequential/lstm_kernel.py",
         old="dh_prev = tf.matmul(dz, recurrent_t) + dh * (1.0 - m)",
         new="dh_prev = tf.matmul(dz, recurrent_t)",
         tests=(f"{SEQ_MODELS}::test_lstm_sequence_kernel_equals_keras_lstm_values_and_gradients",),
@@ -271,7 +271,7 @@ MUTATIONS = [
     ),
     dict(
         name="lstm_training_not_compiled",
-        file="rl755/models/common/lstm.py",
+        file="rl755/models/sequential/lstm.py",
         old="        return self._use_sequence_kernel()\n",
         new="        return False\n",
         tests=(f"{SEQ_TRAIN}::test_xla_compiled_training_gives_the_same_losses",),
@@ -279,7 +279,7 @@ MUTATIONS = [
     ),
     dict(
         name="reconstruction_rows_swapped",
-        file="rl755/models/common/encoder_callbacks.py",
+        file="rl755/models/encoders/callbacks.py",
         old="rows = [pictures.frame_grid(frames_as_seen(encoder, frames)), pictures.frame_grid(recon)]",
         new="rows = [pictures.frame_grid(recon), pictures.frame_grid(frames_as_seen(encoder, frames))]",
         tests=(
@@ -289,7 +289,7 @@ MUTATIONS = [
     ),
     dict(
         name="kl_tolerance_dropped",
-        file="rl755/models/common/conv_vae.py",
+        file="rl755/models/encoders/conv_vae.py",
         old="kl = tf.maximum(kl, self.kl_tolerance * self._representation_size)",
         new="kl = kl",
         tests=(f"{ENCODER}::test_car_racing_vae_matches_the_paper",),
@@ -297,7 +297,7 @@ MUTATIONS = [
     ),
     dict(
         name="sequential_resume_fresh_optimizer",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="checkpoints.restore_optimizer(",
         new="(lambda *a, **k: None)(",
         tests=(f"{SEQ_TRAIN}::test_resume_restores_optimizer_state_exactly",),
@@ -414,7 +414,7 @@ MUTATIONS = [
     ),
     dict(
         name="initial_weights_not_loaded",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old='info["initial_weights"] = _load_initial_weights(model, initial_weights, info, strategy)',
         new='info["initial_weights"] = os.path.abspath(initial_weights)',
         tests=(SEQ_WARM,),
@@ -422,7 +422,7 @@ MUTATIONS = [
     ),
     dict(
         name="initial_weights_of_another_model",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old='for key in ("model", "model_class", "representation_size", "action_size"):',
         new="for key in ():",
         tests=(f"{SEQ_TRAIN}::test_initial_weights_reach_the_stage_and_another_model_is_named",),
@@ -441,7 +441,7 @@ MUTATIONS = [
     ),
     dict(
         name="onednn_notice_not_absorbed",
-        file="rl755/models/common/sequential_heads.py",
+        file="rl755/models/sequential/heads.py",
         old="        tf_setup.absorb_onednn_type_notice()  # sampling transposes int32 indices",
         new="        pass",
         tests=(f"{LOGS}::test_mixture_sampling_prints_no_onednn_type_notice",),
@@ -749,7 +749,7 @@ MUTATIONS = [
     # ---- model code: transformer, VAE, losses, training loop, infilling, retrieval --------------
     dict(
         name="alibi_slopes_negative",
-        file="rl755/models/common/transformer.py",
+        file="rl755/models/sequential/transformer.py",
         old="return np.array([2.0 ** (-8.0 * (h + 1) / num_heads) for h in range(num_heads)], np.float32)",
         new="return np.array([-(2.0 ** (-8.0 * (h + 1) / num_heads)) for h in range(num_heads)], np.float32)",
         tests=(f"{SEQ_MODELS}::test_attention_is_alibi_over_the_sliding_window_by_hand",),
@@ -757,7 +757,7 @@ MUTATIONS = [
     ),
     dict(
         name="attention_window_one_wider",
-        file="rl755/models/common/transformer.py",
+        file="rl755/models/sequential/transformer.py",
         old="allowed = tf.logical_and(dist >= 0, dist < self.window)[None, None]",
         new="allowed = tf.logical_and(dist >= 0, dist <= self.window)[None, None]",
         tests=(
@@ -768,7 +768,7 @@ MUTATIONS = [
     ),
     dict(
         name="infill_block_attends_padding",
-        file="rl755/models/common/infilling.py",
+        file="rl755/models/infilling/model.py",
         old="            scores = tf.where(real, scores, _NEG)\n",
         new="            scores = scores\n",
         tests=(f"{INFILL}::test_infilling_head_never_reads_padded_steps",),
@@ -776,7 +776,7 @@ MUTATIONS = [
     ),
     dict(
         name="vae_std_is_the_variance",
-        file="rl755/models/common/conv_vae.py",
+        file="rl755/models/encoders/conv_vae.py",
         old="return mean, tf.exp(0.5 * log_var)",
         new="return mean, tf.exp(log_var)",
         tests=(f"{ENCODER}::test_vae_posterior_std_sampling_and_kl_by_hand",),
@@ -784,7 +784,7 @@ MUTATIONS = [
     ),
     dict(
         name="vae_trains_on_the_posterior_mean",
-        file="rl755/models/common/conv_vae.py",
+        file="rl755/models/encoders/conv_vae.py",
         old="z = tfd.MultivariateNormalDiag(loc=mean, scale_diag=std).sample()",
         new="z = mean",
         tests=(f"{ENCODER}::test_vae_posterior_std_sampling_and_kl_by_hand",),
@@ -792,7 +792,7 @@ MUTATIONS = [
     ),
     dict(
         name="vae_kl_summed_over_the_batch",
-        file="rl755/models/common/conv_vae.py",
+        file="rl755/models/encoders/conv_vae.py",
         old="        return tf.reduce_mean(kl)\n",
         new="        return tf.reduce_sum(kl)\n",
         tests=(f"{ENCODER}::test_vae_posterior_std_sampling_and_kl_by_hand",),
@@ -800,7 +800,7 @@ MUTATIONS = [
     ),
     dict(
         name="vae_reconstruction_mean_not_sum",
-        file="rl755/models/common/conv_vae.py",
+        file="rl755/models/encoders/conv_vae.py",
         old="return tf.reduce_sum(tf.square(target - tf.cast(y_pred, tf.float32)), axis=[1, 2, 3])",
         new="return tf.reduce_mean(tf.square(target - tf.cast(y_pred, tf.float32)), axis=[1, 2, 3])",
         tests=(
@@ -811,7 +811,7 @@ MUTATIONS = [
     ),
     dict(
         name="done_loss_ignores_pos_weight",
-        file="rl755/models/common/sequential_models.py",
+        file="rl755/models/sequential/models.py",
         old="                pos_weight=self.done_pos_weight,\n",
         new="                pos_weight=1.0,\n",
         tests=(f"{SEQ_MODELS}::test_loss_weights_and_the_done_heads_positive_weight_by_hand",),
@@ -819,7 +819,7 @@ MUTATIONS = [
     ),
     dict(
         name="loss_weights_ignored",
-        file="rl755/models/common/sequential_models.py",
+        file="rl755/models/sequential/models.py",
         old="return tf.add_n([self.loss_weights[k] * v for k, v in terms.items()])",
         new="return tf.add_n([v for k, v in terms.items()])",
         tests=(f"{SEQ_MODELS}::test_loss_weights_and_the_done_heads_positive_weight_by_hand",),
@@ -827,7 +827,7 @@ MUTATIONS = [
     ),
     dict(
         name="sequential_learning_rate_ignored",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="optimizer = keras.optimizers.Adam(rate)",
         new="optimizer = keras.optimizers.Adam()",
         tests=(
@@ -837,7 +837,7 @@ MUTATIONS = [
     ),
     dict(
         name="validation_sums_the_batches",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="return {k: v / validation_steps for k, v in total.items()}",
         new="return {k: v for k, v in total.items()}",
         tests=(
@@ -847,7 +847,7 @@ MUTATIONS = [
     ),
     dict(
         name="validation_in_training_mode",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="lambda b: replica_losses(b, False)",
         new="lambda b: replica_losses(b, True)",
         tests=(f"{INFILL}::test_infilling_pretraining_then_autoregressive_in_one_model_dir",),
@@ -855,7 +855,7 @@ MUTATIONS = [
     ),
     dict(
         name="infill_spans_one_step_short",
-        file="rl755/models/common/sequential_tasks.py",
+        file="rl755/models/sequential/tasks.py",
         old="shape, self._seed(step, _LENGTH_SALT), 1, longest + 1, dtype=tf.int32",
         new="shape, self._seed(step, _LENGTH_SALT), 1, longest, dtype=tf.int32",
         tests=(f"{INFILL}::test_span_lengths_are_uniform_up_to_the_longest_span",),
@@ -863,7 +863,7 @@ MUTATIONS = [
     ),
     dict(
         name="retrieval_continuations_not_standardized",
-        file="rl755/models/common/retrieval_index.py",
+        file="rl755/models/retrieval/index.py",
         old="(conts / np.tile(std[:z], c)).astype(np.float32)",
         new="conts.astype(np.float32)",
         tests=(
@@ -873,7 +873,7 @@ MUTATIONS = [
     ),
     dict(
         name="retrieval_fusion_reads_missing_items",
-        file="rl755/models/common/retrieval.py",
+        file="rl755/models/retrieval/model.py",
         old="scores = tf.where(found[..., None, :] > 0, scores, _NEG)",
         new="scores = scores",
         tests=(f"{RETRIEVAL}::test_fusion_ignores_the_items_not_found",),
@@ -882,7 +882,7 @@ MUTATIONS = [
     # ---- Adam's schedule and gradient clipping (stage 4) --------------------------------------
     dict(
         name="learning_rate_decay_ignored",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="return tf.maximum(self.minimum, self.initial * tf.pow(self.decay, step))",
         new="return tf.maximum(self.minimum, self.initial + 0.0 * step)",
         tests=(f"{SEQ_TRAIN}::test_learning_rate_decays_per_step_to_its_floor",),
@@ -890,7 +890,7 @@ MUTATIONS = [
     ),
     dict(
         name="min_learning_rate_ignored",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="return tf.maximum(self.minimum, self.initial * tf.pow(self.decay, step))",
         new="return self.initial * tf.pow(self.decay, step)",
         tests=(f"{SEQ_TRAIN}::test_learning_rate_decays_per_step_to_its_floor",),
@@ -898,7 +898,7 @@ MUTATIONS = [
     ),
     dict(
         name="clip_each_tensor",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="clipped, norm = tf.clip_by_global_norm(total, clip_norm)",
         new="clipped, norm = [tf.clip_by_norm(g, clip_norm) for g in total], tf.linalg.global_norm(total)",
         tests=(f"{SEQ_TRAIN}::test_gradients_are_clipped_to_their_global_norm",),
@@ -906,7 +906,7 @@ MUTATIONS = [
     ),
     dict(
         name="clip_each_replicas_part",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old='total = tf.distribute.get_replica_context().all_reduce("sum", grads)',
         new="total = [g * replicas for g in grads]",
         tests=(f"{SEQ_TRAIN}::test_two_devices_give_the_same_losses_as_one",),
@@ -914,7 +914,7 @@ MUTATIONS = [
     ),
     dict(
         name="resume_keeps_the_saved_learning_rate",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="rate = DecayingLearningRate(learning_rate, learning_rate_decay, min_learning_rate)",
         new=(
             "rate = learning_rate if learning_rate_decay == 1.0 else DecayingLearningRate("
@@ -1106,7 +1106,7 @@ MUTATIONS = [
     ),
     dict(
         name="stage_drops_the_optimizer_flags",
-        file="rl755/models/common/train_sequential.py",
+        file="rl755/models/sequential/train.py",
         old=(
             "            initial_weights=initial_weights,\n"
             "            learning_rate_decay=learning_rate_decay,\n"
@@ -1384,7 +1384,7 @@ MUTATIONS += [
     ),
     dict(
         name="encoder_learning_rate_ignored",
-        file="rl755/models/common/train_encoder.py",
+        file="rl755/models/encoders/train.py",
         old="optimizer = keras.optimizers.Adam(learning_rate=learning_rate)",
         new="optimizer = keras.optimizers.Adam(learning_rate=1e-4)",
         tests=(ENCODER,),
@@ -1441,7 +1441,7 @@ MUTATIONS += [
     # ---- batch parts of the stage-4 trainer (batch_shards) ---------------------------------------
     dict(
         name="batch_parts_first_gradient_only",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="grads = [tf.add_n([o[1][i] for o in outs]) for i in range(len(outs[0][1]))]",
         new="grads = [outs[0][1][i] for i in range(len(outs[0][1]))]",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_give_the_same_losses_and_weights_as_one_batch",),
@@ -1449,7 +1449,7 @@ MUTATIONS += [
     ),
     dict(
         name="batch_parts_first_loss_only",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="sums = {k: tf.add_n([o[0][k] for o in outs]) for k in outs[0][0]}",
         new="sums = outs[0][0]",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_give_the_same_losses_and_weights_as_one_batch",),
@@ -1457,7 +1457,7 @@ MUTATIONS += [
     ),
     dict(
         name="batch_parts_own_counts",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="outs = [part_gradients(part, step, counts) for part in parts]",
         new="outs = [part_gradients(p, step, global_counts(batch_counts(p, step))) for p in parts]",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_give_the_same_losses_and_weights_as_one_batch",),
@@ -1465,7 +1465,7 @@ MUTATIONS += [
     ),
     dict(
         name="batch_parts_not_a_divisor",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="return max(d for d in range(1, max(cap, 1) + 1) if replica_batch % d == 0)",
         new="return max(1, cap)",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_are_chosen_by_the_executors_threads_and_checked",),
@@ -1473,7 +1473,7 @@ MUTATIONS += [
     ),
     dict(
         name="batch_parts_ignore_replicas",
-        file="rl755/models/common/sequential_loop.py",
+        file="rl755/models/sequential/loop.py",
         old="cap = min(threads // max(1, replicas), MAX_AUTO_SHARDS",
         new="cap = min(threads, MAX_AUTO_SHARDS",
         tests=(f"{SEQ_TRAIN}::test_batch_parts_are_chosen_by_the_executors_threads_and_checked",),
@@ -1481,7 +1481,7 @@ MUTATIONS += [
     ),
     dict(
         name="stage_drops_batch_shards",
-        file="rl755/models/common/train_sequential.py",
+        file="rl755/models/sequential/train.py",
         old="            clip_norm=clip_norm,\n            batch_shards=batch_shards,\n        )",
         new="            clip_norm=clip_norm,\n        )",
         tests=(f"{SEQ_TRAIN}::test_the_stage_passes_the_schedule_and_clipping_on",),

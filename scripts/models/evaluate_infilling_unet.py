@@ -6,7 +6,7 @@
         --num_examples=512 --num_draws=4 --out_dir=$HOME/rl755_runs/unet_cmp
 
 Writes infilling_benchmark.json, table.txt and infills.png into --out_dir and prints the
-table. Library: rl755.models.common.infill_eval.evaluate_infilling_models.
+table. Library: rl755.models.infilling.eval.evaluate_infilling_models.
 """
 
 from absl import app, flags
@@ -37,7 +37,7 @@ def main(argv):
     del argv
     from rl755.common import run_record
     from rl755.common.errors import BadInput
-    from rl755.models.common.infill_eval import evaluate_infilling_models
+    from rl755.models.infilling.eval import evaluate_infilling_models
 
     tf_setup.limit_threads(FLAGS.num_threads)
     try:

@@ -10,7 +10,7 @@
         --adversarial_weight=0.05
 
 Compare them: scripts/models/evaluate_infilling_unet.py. README: "An infilling U-Net with a
-GAN loss". Library: rl755.models.common.train_unet.train_infilling_unet.
+GAN loss". Library: rl755.models.unet.train.train_infilling_unet.
 """
 
 from absl import app, flags
@@ -62,8 +62,8 @@ def main(argv):
     del argv
     from rl755.common import run_record
     from rl755.common.errors import BadInput
-    from rl755.models.common.infill_config import InfillConfig
-    from rl755.models.common.train_unet import train_infilling_unet
+    from rl755.models.infilling.config import InfillConfig
+    from rl755.models.unet.train import train_infilling_unet
 
     try:
         config = InfillConfig(

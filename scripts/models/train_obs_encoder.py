@@ -6,7 +6,7 @@
         --obs_sampled_per_rollout=100 --learning_rate=1e-4
 
 Rerun the same command to resume from the newest complete checkpoint. Library:
-rl755.models.common.train_encoder.train_obs_encoder.
+rl755.models.encoders.train.train_obs_encoder.
 """
 
 from absl import app, flags
@@ -42,7 +42,7 @@ def main(argv):
     del argv
     from rl755.common import run_record
     from rl755.common.errors import exit_on_bad_input
-    from rl755.models.common.train_encoder import train_obs_encoder
+    from rl755.models.encoders.train import train_obs_encoder
 
     with exit_on_bad_input():
         train_obs_encoder(

@@ -11,7 +11,7 @@ rollouts in <model_dir>/retrieval_index first (resumable).
 
 Uses every visible GPU (MirroredStrategy); under `srun` with several tasks, every task
 joins one MultiWorkerMirroredStrategy (TF's SlurmClusterResolver). See README section 4.
-Library: rl755.models.common.train_sequential.train_sequential_model.
+Library: rl755.models.sequential.train.train_sequential_model.
 """
 
 from absl import app, flags
@@ -122,7 +122,7 @@ def main(argv):
     del argv
     from rl755.common import run_record
     from rl755.common.errors import exit_on_bad_input
-    from rl755.models.common.train_sequential import train_sequential_model
+    from rl755.models.sequential.train import train_sequential_model
 
     with exit_on_bad_input():
         train_sequential_model(

@@ -38,11 +38,11 @@ them back out, so dreams that draw Bernoulli(done_prob) end as often as real epi
 threshold means the same on every head.
 
 Beyond the weights: a model may keep data of its own in its model directory (a retrieval
-model's nearest-neighbour index, rl755/models/common/retrieval.py). Stage 4 calls
+model's nearest-neighbour index, rl755/models/retrieval/model.py). Stage 4 calls
 `build_extras(model_dir, builder)` before training and every loader calls
 `load_extras(model_dir)` after building the model; both do nothing by default.
 `training_tasks` lists the stage-4 `--task` values the model trains on
-(rl755/models/common/sequential_tasks.py).
+(rl755/models/sequential/tasks.py).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class SequentialModel(keras.Model, abc.ABC):
     difference_targets: bool = False
     #: The weight of episode ends in its episode-end loss (1: plain cross-entropy).
     done_pos_weight: float = 1.0
-    #: The `--task` values it trains on (rl755.models.common.sequential_tasks).
+    #: The `--task` values it trains on (rl755.models.sequential.tasks).
     training_tasks: tuple[str, ...] = ("autoregressive",)
     #: True when its training slices must carry "rollout_id" (`get_autoregressive_slices`).
     needs_rollout_ids: bool = False

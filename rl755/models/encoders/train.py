@@ -48,7 +48,7 @@ from rl755.data import registry
 from rl755.environments import Environments
 from rl755.models import catalogue
 from rl755.models.common.encoder import ObservationEncoder
-from rl755.models.common.encoder_callbacks import SaveEveryPeriod, StopOnNonFiniteLoss
+from rl755.models.encoders.callbacks import SaveEveryPeriod, StopOnNonFiniteLoss
 
 SHUFFLE_BUFFER = 1000
 NUM_IMAGES_IN_PNG = 8

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from rl755.common.errors import BadInput
-from rl755.models.common import infill_data
+from rl755.models.infilling import data
 
 RECONSTRUCTION_LOSSES = ("l2", "l1")
 
@@ -22,7 +22,7 @@ class InfillConfig:
     """How the infilling U-Net is trained (scripts/models/train_infilling_unet.py's flags).
 
     Attributes:
-      task: "next_frame" or "region" (rl755.models.common.infill_data.TASKS).
+      task: "next_frame" or "region" (rl755.models.infilling.data.TASKS).
       context_frames: K, frames before frame t the model sees.
       noise_size: N, size of the generator's noise vector (0: deterministic).
       use_actions: feed the actions a_{t-K} .. a_{t-1}.
@@ -62,7 +62,7 @@ class InfillConfig:
     seed: int = 0
 
     def __post_init__(self):
-        infill_data.check_task(self.task)
+        data.check_task(self.task)
         if self.reconstruction_loss not in RECONSTRUCTION_LOSSES:
             raise BadInput(
                 f"Unknown --reconstruction_loss {self.reconstruction_loss!r}; valid: "

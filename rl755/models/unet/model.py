@@ -6,7 +6,7 @@
     disc = PatchDiscriminator.like(unet, filters=(32, 64, 128))
     logits = disc(inputs, frame)  # float32 [B, H / 2**L, W / 2**L] (L = len(filters))
 
-`inputs` (rl755.models.common.infill_data.model_inputs builds them from rollout windows):
+`inputs` (rl755.models.infilling.data.model_inputs builds them from rollout windows):
 
     "context": float32 [B, K, H, W, C] in [0, 1]   frames t-K .. t-1
     "target":  float32 [B, H, W, C] in [0, 1]      frame t; the model reads only the pixels

@@ -3,7 +3,7 @@
     grid = example_grid(inputs, draws)            # uint8 [N*H, (K + 2 + D)*W, C]
     picture = comparison(inputs, {"l2": draws_a, "gan": draws_b})   # labeled rows, a PNG
 
-`inputs` is the generator's input dict (rl755.models.common.unet), `draws` float [D, B, H, W,
+`inputs` is the generator's input dict (rl755.models.unet.model), `draws` float [D, B, H, W,
 C] in [0, 1] (D outputs for the same inputs and D noise vectors).
 """
 

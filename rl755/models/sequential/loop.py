@@ -1,9 +1,9 @@
 """The training loop of sequential models (stage 4), on one or many devices.
 
-    from rl755.models.common import sequential_loop
-    sequential_loop.fit_sequential_model(
+    from rl755.models.sequential import loop
+    loop.fit_sequential_model(
         model_fn=catalogue.model_fn("FAKE_PIXELS", "lstm.deterministic_lstm"),  # () -> model
-        dataset_fn=sequential_loop.autoregressive_dataset_fn(builder, sequence_length=32),
+        dataset_fn=loop.autoregressive_dataset_fn(builder, sequence_length=32),
         model_dir="/tmp/lstm", train_steps=1000, batch_size=64, learning_rate=1e-3)
 
 `dataset_fn(split)` returns unbatched slice dicts as from
@@ -11,7 +11,7 @@
 [L, Z], "rewards", "dones", "mask", "target_mask" [L], and "rollout_id" [] for models that
 need it), repeating.
 
-`task` (rl755.models.common.sequential_tasks: "autoregressive", "infill", "mixed") says what a
+`task` (rl755.models.sequential.tasks: "autoregressive", "infill", "mixed") says what a
 batch trains; each batch's loss is `model.task_loss_sums(batch, task, step)`, its masks seeded
 by the optimizer's step counter, so resuming draws the same ones. The task may change between
 runs in one model_dir (e.g. infilling pretraining, then autoregressive training). Before the
@@ -70,8 +70,8 @@ from absl import logging
 from rl755.common import checkpoints, devices
 from rl755.common.errors import NonFiniteLossError
 from rl755.common.tensorboard import StepMeans, TrainingLogs
-from rl755.models.common import sequential_tasks
 from rl755.models.common.sequential import SequentialModel
+from rl755.models.sequential import tasks
 
 GRADIENT_NORM = "_gradient_norm"  # (carried beside the loss terms out of the replicas)
 
@@ -194,7 +194,7 @@ def fit_sequential_model(
     strategy: tf.distribute.Strategy | None = None,
     model_info: dict | None = None,
     hparams: dict | None = None,
-    task: str | sequential_tasks.TrainingTask = sequential_tasks.AUTOREGRESSIVE,
+    task: str | tasks.TrainingTask = tasks.AUTOREGRESSIVE,
     jit_compile: bool | None = None,
     initial_weights: str | None = None,
     learning_rate_decay: float = 1.0,
@@ -239,7 +239,7 @@ def fit_sequential_model(
     if not clip_norm >= 0:
         raise ValueError(f"clip_norm must be >= 0 (0: no clipping), got {clip_norm}.")
     if isinstance(task, str):
-        task = sequential_tasks.resolve_task(task, seed=seed)
+        task = tasks.resolve_task(task, seed=seed)
     if check_numerics:
         tf.debugging.enable_check_numerics()
     strategy = strategy or devices.make_strategy()
@@ -258,7 +258,7 @@ def fit_sequential_model(
         if not isinstance(model, SequentialModel):
             raise TypeError(f"model_fn returned {type(model).__name__}, not a SequentialModel.")
         model.difference_targets = bool(difference_targets)
-        sequential_tasks.check_model_trains_on(model, task)
+        tasks.check_model_trains_on(model, task)
         model.load_extras(model_dir)
         model.ensure_built()
         # (a schedule, also for a constant rate: the rate is this run's flags, never a value
@@ -518,7 +518,7 @@ def choose_batch_shards(
     requested: int | None,
     replica_batch: int,
     compiled: bool,
-    task: sequential_tasks.TrainingTask,
+    task: tasks.TrainingTask,
     replicas: int = 1,
     threads: int | None = None,
 ) -> int:
@@ -538,13 +538,13 @@ def choose_batch_shards(
                 f"batch_shards={requested} must be a positive divisor of each replica's batch "
                 f"({replica_batch}). Pass another value, or leave it unset to choose by cores."
             )
-        if requested > 1 and task.name != sequential_tasks.AUTOREGRESSIVE:
+        if requested > 1 and task.name != tasks.AUTOREGRESSIVE:
             raise ValueError(
                 f"batch_shards={requested} splits autoregressive batches only; task "
                 f"{task.name!r} draws its masks per batch. Leave it unset or pass 1."
             )
         return requested
-    if not compiled or task.name != sequential_tasks.AUTOREGRESSIVE:
+    if not compiled or task.name != tasks.AUTOREGRESSIVE:
         return 1
     if threads is None:
         threads = tf.config.threading.get_inter_op_parallelism_threads() or usable_cores()

@@ -23,10 +23,10 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from rl755.models.common.lstm import LstmBackbone
 from rl755.models.common.sequential import SequentialModel
-from rl755.models.common.sequential_heads import DeterministicHead, MixtureDensityHead
-from rl755.models.common.transformer import CausalTransformer, split_transformer_sizes
+from rl755.models.sequential.heads import DeterministicHead, MixtureDensityHead
+from rl755.models.sequential.lstm import LstmBackbone
+from rl755.models.sequential.transformer import CausalTransformer, split_transformer_sizes
 
 
 class HeadedSequentialModel(SequentialModel):
@@ -177,7 +177,7 @@ class HeadedSequentialModel(SequentialModel):
 
     def task_loss_sums(self, batch: dict, task, step, training=None) -> tuple[dict, dict]:
         """`loss_sums` of one training (or validation) batch for `task`
-        (rl755.models.common.sequential_tasks) at training step `step` (a scalar tensor; the
+        (rl755.models.sequential.tasks) at training step `step` (a scalar tensor; the
         seed of a task's masks). Here: the autoregressive loss; models that train on other
         tasks override it."""
         del task, step

@@ -9,7 +9,7 @@ Tasks:
                     (teacher forcing). What every sequential model trains on.
     infill          every batch hides spans of latents z_t and predicts them from both sides
                     (models with an infilling head: transformer.*_infilling_transformer, see
-                    rl755/models/common/infilling.py).
+                    rl755/models/infilling/model.py).
     mixed           each batch is an autoregressive or an infilling batch at random, infilling
                     with probability `infill_probability` (0.5).
 

@@ -9,7 +9,7 @@
 Design: causal backbone with an infilling head (not a prefix-LM).
 
     inputs  [z_t * (1 - m_t), a_t, m_t]    m_t = 1 where z_t is hidden (always 0 when acting)
-    backbone: CausalTransformer (rl755/models/common/transformer.py), unchanged
+    backbone: CausalTransformer (rl755/models/sequential/transformer.py), unchanged
         -> h [B, T, H] -> next-step heads (z_{t+1}, reward, episode end): autoregressive task
         -> infilling head: `num_infill_layers` bidirectional blocks over every real position
            of h (symmetric ALiBi distance penalty) -> Dense(Z): the hidden z_t, infill task
@@ -27,8 +27,8 @@ transformer itself: same cache, same cost per step, and `step` agrees with the f
 The infilling head (one block: a 1/num_layers share of the backbone's parameters) is used in
 training only.
 
-Losses: autoregressive batches train the next-step terms of rl755/models/common/
-sequential_models.py ("z", "reward", "done"); infilling batches train "infill", the squared
+Losses: autoregressive batches train the next-step terms of rl755/models/sequential/
+models.py ("z", "reward", "done"); infilling batches train "infill", the squared
 error of the hidden z_t averaged over Z and over hidden real steps. A mixed task draws one kind
 per batch (`tf.cond`: one kind's compute per step). Validation reports both.
 """
@@ -40,10 +40,10 @@ import math
 import keras
 import tensorflow as tf
 
-from rl755.models.common.sequential_heads import DeterministicHead
-from rl755.models.common.sequential_models import HeadedSequentialModel
-from rl755.models.common.sequential_tasks import AUTOREGRESSIVE, TASK_NAMES
-from rl755.models.common.transformer import (
+from rl755.models.sequential.heads import DeterministicHead
+from rl755.models.sequential.models import HeadedSequentialModel
+from rl755.models.sequential.tasks import AUTOREGRESSIVE, TASK_NAMES
+from rl755.models.sequential.transformer import (
     CausalTransformer,
     alibi_slopes,
     split_transformer_sizes,

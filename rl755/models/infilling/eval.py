@@ -7,7 +7,7 @@
 Every model sees the same windows of the split (drawn with `seed`), the same masks and the
 same noise vectors; `copy t-1` (frame t-1's pixels in the mask) is the baseline that
 predicts nothing moves. Per model, means over the windows (and standard errors, `<name>_se`)
-of rl755.models.common.infill_metrics.frame_measures: mse (first draw), best_of_draws_mse,
+of rl755.models.infilling.metrics.frame_measures: mse (first draw), best_of_draws_mse,
 mse_of_mean, ssim, sample_diversity, laplacian_variance(_ratio), gradient_energy(_ratio).
 
 Writes into `out_dir`, each atomically: infilling_benchmark.json (everything), table.txt (the
@@ -26,9 +26,9 @@ import tensorflow as tf
 from rl755.common import run_record, sharded_io
 from rl755.common.errors import BadInput
 from rl755.environments import Environments
-from rl755.models.common import infill_data, infill_metrics, infill_pictures
-from rl755.models.common.train_encoder import check_raw_rollouts, raw_rollouts_builder
-from rl755.models.common.train_unet import load_infilling_unet
+from rl755.models.encoders.train import check_raw_rollouts, raw_rollouts_builder
+from rl755.models.infilling import data, metrics, pictures
+from rl755.models.unet.train import load_infilling_unet
 
 BASELINE = "copy t-1"
 SAME_KEYS = ("environment", "task", "context_frames")
@@ -70,7 +70,7 @@ def _load_models(model_dirs: Sequence[str], names: Sequence[str] | None) -> dict
 
 
 def _windows(builder, split, k, num_examples, batch_size, seed) -> list[dict]:
-    ds = infill_data.frame_windows(
+    ds = data.frame_windows(
         builder, split, k, windows_per_rollout=4, repeat=True, shuffle_files=False, seed=seed
     )
     batches = list(ds.take(num_examples).batch(batch_size).as_numpy_iterator())
@@ -86,7 +86,7 @@ def _copy_last(inputs: dict) -> tf.Tensor:
 
 def _summary(parts: list[dict]) -> dict:
     values = {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
-    out = infill_metrics.summarize(values)
+    out = metrics.summarize(values)
     for k, v in values.items():
         out[f"{k}_se"] = float(np.std(v) / np.sqrt(max(len(v) - 1, 1)))
     out["examples"] = int(len(next(iter(values.values()))))
@@ -163,18 +163,14 @@ def _evaluate(models: dict, settings: dict, batches: list, out_dir: str, picture
     for i, batch in enumerate(batches):
         batch_seed = tf.constant([seed, i], tf.int64)
         for name, (_, generator, _) in models.items():
-            inputs, draws = infill_data.sample_draws(generator, batch, task, num_draws, batch_seed)
-            parts[name].append(
-                infill_metrics.frame_measures(draws, inputs["target"], inputs["mask"])
-            )
+            inputs, draws = data.sample_draws(generator, batch, task, num_draws, batch_seed)
+            parts[name].append(metrics.frame_measures(draws, inputs["target"], inputs["mask"]))
             if i == 0:
                 pictured[name] = draws.numpy()[:, :picture_examples]
                 first_inputs = inputs
-        inputs = infill_data.model_inputs(batch, task, 0, batch_seed)
+        inputs = data.model_inputs(batch, task, 0, batch_seed)
         copy = tf.stack([_copy_last(inputs)] * num_draws)
-        parts[BASELINE].append(
-            infill_metrics.frame_measures(copy, inputs["target"], inputs["mask"])
-        )
+        parts[BASELINE].append(metrics.frame_measures(copy, inputs["target"], inputs["mask"]))
         if i == 0:
             pictured = {BASELINE: copy.numpy()[:1, :picture_examples], **pictured}
 
@@ -204,7 +200,5 @@ def _evaluate(models: dict, settings: dict, batches: list, out_dir: str, picture
         f"{settings['environment']} {task}, K = {settings['context_frames']}: "
         f"{num_draws} draws per model"
     )
-    infill_pictures.comparison(picture_inputs, pictured, picture_examples, title).save(
-        files["picture"]
-    )
+    pictures.comparison(picture_inputs, pictured, picture_examples, title).save(files["picture"])
     return {"settings": settings, "models": results, "table": table, "files": files}

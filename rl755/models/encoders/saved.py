@@ -52,7 +52,7 @@ def load_encoder(
       how_to_train: the command to show when weights are missing (default: a generic one).
     Returns the encoder (built, weights loaded) with `.checkpoint_path` set.
     """
-    from rl755.models.common.train_encoder import build_encoder, make_encoder
+    from rl755.models.encoders.train import build_encoder, make_encoder
 
     env = Environments.from_name(environment)
     model_dir = os.path.expanduser(str(model_dir))

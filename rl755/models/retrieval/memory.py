@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from rl755.common import checkpoints
-from rl755.models.common.retrieval_index import search_params
+from rl755.models.retrieval.index import search_params
 
 _CACHE: dict[tuple, Memory] = {}
 
@@ -66,7 +66,7 @@ class Memory:
             raise FileNotFoundError(
                 f"No complete retrieval index in {index_dir}. Stage 4 builds it: "
                 "scripts/models/train_sequential_model.py --model=transformer.*_retrieval_"
-                "transformer ... (rl755.models.common.retrieval_index.build_index)."
+                "transformer ... (rl755.models.retrieval.index.build_index)."
             )
         key = (os.path.abspath(ckpt.path("index")), os.path.getmtime(ckpt.path("index")))
         if key not in _CACHE:

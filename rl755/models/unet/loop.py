@@ -1,14 +1,14 @@
 """The training loop of the infilling U-Net, with a reconstruction loss alone or with a GAN loss.
 
-    from rl755.models.common import unet_loop
-    unet_loop.fit_infilling_unet(
+    from rl755.models.unet import loop
+    loop.fit_infilling_unet(
         generator_fn=catalogue.model_fn("FAKE_PIXELS", "unet.infilling_unet", noise_size=4),
         discriminator_fn=lambda g: PatchDiscriminator.like(g, filters=(8, 16)),
         dataset_fn=lambda split: windows_of(split),   # unbatched frame_windows, repeating
         model_dir="/tmp/unet", config=InfillConfig(adversarial_weight=0.05, train_steps=1000))
 
-Each step draws masks and noise from the seed pair (seed, step) (rl755.models.common.
-infill_data), runs the generator once, and (GAN) updates the discriminator on the real frame
+Each step draws masks and noise from the seed pair (seed, step) (rl755.models.infilling.data),
+runs the generator once, and (GAN) updates the discriminator on the real frame
 against that output and the generator on
 
     reconstruction_weight * reconstruction + adversarial_weight * adversarial
@@ -52,9 +52,11 @@ from absl import logging
 from rl755.common import checkpoints, pictures
 from rl755.common.errors import NonFiniteLossError
 from rl755.common.tensorboard import StepMeans, TrainingLogs
-from rl755.models.common import infill_data, infill_metrics, infill_pictures
-from rl755.models.common.infill_config import InfillConfig
-from rl755.models.common.unet import InfillingUNet, PatchDiscriminator
+from rl755.models.infilling import data as infill_data
+from rl755.models.infilling import metrics as infill_metrics
+from rl755.models.infilling import pictures as infill_pictures
+from rl755.models.infilling.config import InfillConfig
+from rl755.models.unet.model import InfillingUNet, PatchDiscriminator
 
 ADAM_BETA_1 = 0.5
 NUM_PICTURE_EXAMPLES = 4

@@ -12,7 +12,7 @@ it is compared with other frame predictors by scripts/models/evaluate_infilling_
 
 Data: `infill_data.frame_windows` over the environment's `RawRollouts` (rl755.data.registry,
 or `rollouts_pattern=`), `windows_per_rollout` windows per rollout read, shuffled. The loop,
-its checkpoints and TensorBoard layout: rl755.models.common.unet_loop.
+its checkpoints and TensorBoard layout: rl755.models.unet.loop.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from rl755.common import checkpoints, run_record, tf_setup
 from rl755.common.errors import BadInput
 from rl755.environments import Environments
 from rl755.models import catalogue
-from rl755.models.common import infill_data, unet_loop
-from rl755.models.common.infill_config import InfillConfig
-from rl755.models.common.train_encoder import check_raw_rollouts, raw_rollouts_builder
-from rl755.models.common.unet import InfillingUNet, PatchDiscriminator
+from rl755.models.encoders.train import check_raw_rollouts, raw_rollouts_builder
+from rl755.models.infilling import data as infill_data
+from rl755.models.infilling.config import InfillConfig
+from rl755.models.unet import loop
+from rl755.models.unet.model import InfillingUNet, PatchDiscriminator
 
 SHUFFLE_BUFFER = 512  # windows (a rollout's windows arrive together)
 
@@ -69,7 +70,7 @@ def train_infilling_unet(
 ) -> dict:
     """What scripts/models/train_infilling_unet.py runs: resolves the names strictly, checks
     the raw rollouts (before any training), records the run in `<model_dir>/runs/` and trains
-    (`unet_loop.fit_infilling_unet`; rerun to resume). Returns that function's result."""
+    (`loop.fit_infilling_unet`; rerun to resume). Returns that function's result."""
     tf_setup.limit_threads(num_threads)
     try:  # names and sizes fail here, before anything is read or written
         env = Environments.from_name(environment)
@@ -104,7 +105,7 @@ def train_infilling_unet(
         flags = dict(info, model_dir=model_dir, windows_per_rollout=windows_per_rollout)
         flags.update(dataclasses.asdict(config))
     with run_record.record_run(model_dir, flags, stage="train_infilling_unet"):
-        return unet_loop.fit_infilling_unet(
+        return loop.fit_infilling_unet(
             generator_fn,
             discriminator_fn,
             dataset_fn,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from rl755.models.common import lstm_kernel
+from rl755.models.sequential import lstm_kernel
 
 
 class LstmBackbone(keras.layers.Layer):

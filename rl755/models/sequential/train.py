@@ -10,7 +10,7 @@ The names resolve strictly (`resolve_model_fn`, `resolve_rollouts_dataset`, the 
 data's Z and A are checked against the model's before any training. A model with data of its
 own beside the weights (a retrieval model's index) builds it here, before training
 (`SequentialModel.build_extras`, resumable), and loads it back in `load_trained_model`. The loop, the devices, the
-checkpoints and the TensorBoard layout are in `rl755.models.common.sequential_loop`.
+checkpoints and the TensorBoard layout are in `rl755.models.sequential.loop`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from absl import logging
 
 from rl755.common import checkpoints, determinism, devices, run_record, tf_setup
 from rl755.environments import Environments
-from rl755.models.common import sequential_loop
 from rl755.models.common.sequential import SequentialModel
+from rl755.models.sequential import loop
 
 
 # ---- names -------------------------------------------------------------------------------------
@@ -74,13 +74,13 @@ def train_sequential_model(
 ) -> dict:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
-    run in `<model_dir>/runs/` and trains (`sequential_loop.fit_sequential_model`).
+    run in `<model_dir>/runs/` and trains (`loop.fit_sequential_model`).
 
     `model` names a no-argument function or class giving a SequentialModel
     (`resolve_model_fn`), `rollouts_dataset` an EncodedRolloutDatasetBuilder
     (`resolve_rollouts_dataset`), constructed with `tfrecords_pattern=rollouts_pattern` when
     given (a glob with "{split}"). `task`: "autoregressive", "infill" or "mixed"
-    (rl755.models.common.sequential_tasks). `run_flags` go into the run record and TensorBoard
+    (rl755.models.sequential.tasks). `run_flags` go into the run record and TensorBoard
     (default: the arguments). `seed` and `deterministic`: `rl755.common.determinism.configure`
     (initial weights, slice starts, z samples of `sample_observations`, shuffling).
     `initial_weights`: a new run starts from that model dir's (or shipped folder's) weights
@@ -90,7 +90,7 @@ def train_sequential_model(
     None: by cores). Returns
     `fit_sequential_model`'s result."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
-    from rl755.models.common import sequential_tasks
+    from rl755.models.sequential import tasks
 
     tf_setup.limit_threads(num_threads)
     # First: a multi-worker strategy must be created before TensorFlow initializes.
@@ -102,7 +102,7 @@ def train_sequential_model(
     for name, value in dict(sequence_length=sequence_length, train_steps=train_steps).items():
         if int(value) <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value}.")
-    training_task = sequential_tasks.resolve_task(task)
+    training_task = tasks.resolve_task(task)
     builder = dataset_cls(tfrecords_pattern=rollouts_pattern) if rollouts_pattern else dataset_cls()
     if not isinstance(builder, EncodedRolloutDatasetBuilder):
         raise TypeError(f"{rollouts_dataset} is not an EncodedRolloutDatasetBuilder.")
@@ -115,15 +115,15 @@ def train_sequential_model(
     probe = model_fn()
     if not isinstance(probe, SequentialModel):
         raise TypeError(f"--model={model} gives {type(probe).__name__}, not a SequentialModel.")
-    sequential_loop.check_sizes(
+    loop.check_sizes(
         probe,
         builder.representation_size(),
         builder.action_size,
         f"Dataset {rollouts_dataset} ({builder.tfrecords_pattern()})",
     )
-    sequential_tasks.check_model_trains_on(probe, training_task)
+    tasks.check_model_trains_on(probe, training_task)
     if batch_shards is not None:  # (a requested count is checked before anything is written)
-        sequential_loop.choose_batch_shards(
+        loop.choose_batch_shards(
             batch_shards, batch_size // strategy.num_replicas_in_sync, True, training_task
         )
     rollout_ids = bool(probe.needs_rollout_ids)
@@ -169,9 +169,9 @@ def train_sequential_model(
         else:  # other workers wait for the chief's (one writer per file)
             _wait_for_extras(probe, model_dir)
         del probe
-        return sequential_loop.fit_sequential_model(
+        return loop.fit_sequential_model(
             model_fn=model_fn,
-            dataset_fn=sequential_loop.autoregressive_dataset_fn(
+            dataset_fn=loop.autoregressive_dataset_fn(
                 builder,
                 sequence_length,
                 sample_observations,
@@ -233,7 +233,7 @@ def _old_format_checkpoints(model_dir: str) -> list[checkpoints.Checkpoint]:
     import os
     import re
 
-    info_path = os.path.join(model_dir, sequential_loop.OLD_FORMAT_FILE)
+    info_path = os.path.join(model_dir, loop.OLD_FORMAT_FILE)
     if not os.path.exists(info_path):
         return []
     with open(info_path) as f:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 def load_sequential_model(environment, model: str, model_dir: str, how_to_train: str | None = None):
     from rl755.models import catalogue
-    from rl755.models.common.train_sequential import load_trained_model
+    from rl755.models.sequential.train import load_trained_model
 
     model_fn = catalogue.model_fn(environment, model, kind=catalogue.SEQUENTIAL)
     try:

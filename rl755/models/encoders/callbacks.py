@@ -1,4 +1,4 @@
-"""Keras callbacks of the encoder trainer (rl755.models.common.train_encoder): a non-finite
+"""Keras callbacks of the encoder trainer (rl755.models.encoders.train): a non-finite
 loss check, and everything done at the end of each save period (checkpoint, reconstruction
 picture, TensorBoard)."""
 

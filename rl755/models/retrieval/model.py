@@ -12,7 +12,7 @@ At step t:
     h_t   = CausalTransformer(x_<=t)                      the causal backbone, unchanged
     q_t   = x_{t-w+1} .. x_t                              the last w steps (zeros before 0)
     items = the k windows nearest q_t in the index of training rollouts, each with what
-            followed it (rl755/models/common/retrieval_index.py), and its distance to q_t
+            followed it (rl755/models/retrieval/index.py), and its distance to q_t
     e     = Dense(items, distance)                        [k, D]
     h'_t  = h_t + CrossAttention(LN(h_t), e)              items not found are masked
     h''_t = LN(h'_t + FFN(LN(h'_t)))                      the hidden representation (H = D)
@@ -34,11 +34,11 @@ import os
 import keras
 import tensorflow as tf
 
-from rl755.models.common.retrieval_index import RetrievalSettings, build_index, value_size
-from rl755.models.common.retrieval_memory import Memory
-from rl755.models.common.sequential_heads import DeterministicHead
-from rl755.models.common.sequential_models import HeadedSequentialModel
-from rl755.models.common.transformer import CausalTransformer, split_transformer_sizes
+from rl755.models.retrieval.index import RetrievalSettings, build_index, value_size
+from rl755.models.retrieval.memory import Memory
+from rl755.models.sequential.heads import DeterministicHead
+from rl755.models.sequential.models import HeadedSequentialModel
+from rl755.models.sequential.transformer import CausalTransformer, split_transformer_sizes
 
 INDEX_DIR = "retrieval_index"
 _NEG = -1e9

@@ -1,0 +1,1 @@
+"""Observation encoders: the convolutional VAE, its trainer, callbacks and saved-model loader."""

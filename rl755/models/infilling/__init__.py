@@ -1,0 +1,1 @@
+"""Infilling: the transformer that fills masked steps, its data, metrics, evaluation and pictures."""
