@@ -17,6 +17,7 @@ class GruBackbone(keras.layers.Layer):
 
     def __init__(self, units: int, **kwargs):
         super().__init__(**kwargs)
+        self.supports_masking = True  # the mask is an argument of `call`
         self.units = units
         self.cell = keras.layers.GRUCell(units, name="cell")
         self.rnn = keras.layers.RNN(self.cell, return_sequences=True, name="gru")
