@@ -192,7 +192,8 @@ def _kind(name: str, kind: str | None = None) -> str:
         is_kind = f" ({name} is {article} {found} model)" if found else ""
         raise LookupError(
             f"Unknown {what} {name!r}{is_kind}. Valid --model values: {', '.join(names(kind))} "
-            "(rl755.models.catalogue)."
+            f"(rl755.models.catalogue; a model registered by a module of your own: name the "
+            f"module in {MODULES_VARIABLE})."
         )
     return found
 
