@@ -208,3 +208,11 @@ def test_model_modules_variable_registers_in_new_processes(tmp_path):
     env[catalogue.MODULES_VARIABLE] = "examples.no_such_file"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert "RL755_MODEL_MODULES='examples.no_such_file': there is no module" in out.stderr
+
+
+def test_retrieval_names_carry_their_sizes_retrieval_settings():
+    from rl755.models.retrieval.model import RETRIEVAL_PRESETS
+
+    for size, settings in RETRIEVAL_PRESETS.items():
+        model = catalogue.build("FAKE_PIXELS", f"transformer.{size}_retrieval_transformer")
+        assert model.backbone.settings == settings and model.name == f"{size}_retrieval_transformer"
