@@ -1,9 +1,12 @@
-# The two set-up commands (see README):
-#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU);
-#               make demo SEED=2 runs it with another seed (into runs/demo-seed2)
+# The two set-up commands (README.md):
+#   make demo   runs the whole pipeline on a small embedded default (CarRacing, 2-core CPU,
+#               about 15 minutes); make demo SEED=2 runs it with another seed (runs/demo-seed2)
 #   make test   runs the test suite (TEST_WORKERS=2 processes, pytest-xdist)
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
-#   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI: ~30 min on 2 cores)
+#   make mutate    mutation testing (scripts/dev/mutate.py; not part of CI)
+#   make docs      builds the documentation site into site/ (strict: a broken link fails)
+#   make docs-serve  serves it on http://127.0.0.1:8000 while you edit
+#   make bench     every benchmark at its quick setting (benchmarks/quick.py; docs/benchmarks.md)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -19,10 +22,12 @@ DEMO_DIR ?= runs/demo-seed$(SEED)
 endif
 PRESET ?= demo
 PYTEST_ARGS ?=
+# e.g. make bench BENCH_ARGS=--check (CI: exit 1 on a ratio below half its target)
+BENCH_ARGS ?=
 MUTATE_ARGS ?=
 NOTEBOOK_ARGS ?=
 
-.PHONY: demo test lint mutate notebook venv clean-venv
+.PHONY: demo test lint mutate notebook venv clean-venv docs docs-serve bench
 
 venv: $(STAMP)
 
@@ -39,6 +44,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
+# Every benchmark in benchmarks/ at a quick setting, one after the other (sized for about 5
+# minutes on 2 idle cores; about 20 on 2 cores shared by other jobs at load 13-27): writes benchmarks/results/quick.json (each ratio beside its target), then
+# docs/benchmarks.md's table from it. With BENCH_ARGS=--check a regression fails before that.
+bench: $(STAMP)
+	$(PY) benchmarks/quick.py $(BENCH_ARGS)
+	$(PY) benchmarks/docs_table.py --write
+
 # Mutation testing: breaks one behaviour at a time (scripts/dev/mutations.py) in a scratch
 # copy and runs only the tests that should notice; prints killed/survived and the score.
 # e.g. make mutate MUTATE_ARGS=--only=saved_controller_worst_eval
@@ -50,6 +62,13 @@ mutate: $(STAMP)
 notebook: $(STAMP)
 	$(VENV)/bin/jupyter notebook --ServerApp.root_dir=notebooks \
 		$$(test "$$(id -u)" = 0 && echo --allow-root) $(NOTEBOOK_ARGS)
+
+# The documentation site (mkdocs.yml): strict, so a broken link or anchor fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict
 
 lint: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/pre-commit run --all-files

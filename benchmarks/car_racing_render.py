@@ -13,10 +13,15 @@ evaluation). CPU time per step is printed beside wall time.
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 
 from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_result import report  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("steps", 300, "Steps per episode (after the reset).")
@@ -74,6 +79,10 @@ def main(argv):
         f"steps/s ({fc * 1e3:.2f} ms CPU), ratio {f / g:.2f} wall, {gc / fc:.2f} CPU; "
         "frames identical in every repeat"
     )
+    report(
+        "car_racing_render", "rl755 CarRacing steps/s", f, "gymnasium CarRacing-v3 steps/s", g,
+        ratio=f / g, target=2.0, cpu_ratio=gc / fc,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -27,10 +27,15 @@ episodes, in one batch, since its cost per episode is what shrinks with the batc
 says when times are scaled.
 """
 
+import os
 import statistics
+import sys
 import time
 
 from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_result import report  # noqa: E402
 
 from rl755.common import tf_setup
 
@@ -97,7 +102,9 @@ def main(argv):
             f"{batch}: a partial batch would be timed as a full one's share. Use "
             f"{max(batch, n_real // batch * batch)}."
         )
-    ray.init(num_cpus=w, include_dashboard=False, log_to_driver=False)
+    from rl755.common.ray_pool import start_ray
+
+    start_ray(w)  # retries a local start that timed out on a loaded machine
     raw_task = ray.remote(num_cpus=0)(_raw_episodes)
 
     agent = spec.build()
@@ -179,6 +186,15 @@ def main(argv):
         f"  dream mode (MDN-RNN, batched) : {dream_t:7.2f} s  ({dream_n / dream_t:6.0f} dream steps/s)"
     )
     print(f"  dream speed-up vs real        : {real_t / dream_t:.0f}x (target >= 100x)")
+    real_ms, raw_ms = 1000 * real_t / real_n, 1000 * raw_t / raw_n
+    report(
+        "controller_generation/real", "real-mode ms per env step", real_ms,
+        "raw env.step ms per step", raw_ms, ratio=real_ms / raw_ms, target=1.25, better="lower",
+    )  # fmt: skip
+    report(
+        "controller_generation/dream", "dream generation s", dream_t, "real generation s",
+        real_t, ratio=real_t / dream_t, target=100.0,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

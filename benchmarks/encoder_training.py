@@ -24,6 +24,8 @@ import time
 from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_result import report  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 FLAGS = flags.FLAGS
@@ -111,6 +113,10 @@ def main(argv):
         f"{FLAGS.repeats}): TFRecord pipeline {p:.0f} img/s, in-memory {m:.0f} img/s, "
         f"ratio {p / m:.3f} (target >= 0.95)"
     )
+    report(
+        f"encoder_training/{FLAGS.compression}", "img/s, TFRecord pipeline", p,
+        "img/s, in-memory batch", m, ratio=p / m, target=0.95, cpu_ratio=pc / mc,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,10 +18,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
+import sys
 import tempfile
 
 import numpy as np
 from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_result import report  # noqa: E402
 
 from rl755.common import tf_setup
 
@@ -108,6 +112,10 @@ def main(argv):
                         times[label].append(cost["cpu_ms_per_step"])
                 p, r = (statistics.median(times[k]) for k in ("plain", "retrieval"))
                 print(f"{size:>8} {context:>8} {index:>16} {p:>8.2f} {r:>10.2f} {r / p:>6.2f}")
+                report(
+                    f"retrieval_cost/{size}w/context{context}", "retrieval step, CPU ms", r,
+                    "plain transformer step, CPU ms", p, ratio=r / p, target=2.0, better="lower",
+                )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -31,10 +31,14 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import tempfile
 import time
 
 from absl import app, flags, logging
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_result import report  # noqa: E402
 
 from rl755.common import tf_setup
 
@@ -210,6 +214,11 @@ def main(argv):
             line += f" {rate['baseline']:9.1f} {rate['trainer'] / rate['baseline']:6.2f}"
         line += f" {rate['reference']:10.1f} {rate['trainer'] / rate['reference']:6.2f}"
         print(f"{line}   (trainer: batch in {parts} part{'s' if parts > 1 else ''})")
+        report(
+            f"sequential_training/{name}", "sequences/s, stage-4 trainer", rate["trainer"],
+            "sequences/s, plain tf.function step", rate["reference"],
+            ratio=rate["trainer"] / rate["reference"], target=1.0,
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -14,7 +14,13 @@ Medians of the timed repeats. Library: rl755.evaluation.cost.
 
 from __future__ import annotations
 
+import os
+import sys
+
 from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_result import report  # noqa: E402
 
 from rl755.common import tf_setup
 
@@ -76,6 +82,11 @@ def main(argv):
             f"{t['sequences_per_second']:>12.1f} {a['cpu_ms_per_step']:>11.3f} "
             f"{a['wall_ms_per_step']:>12.3f}"
         )
+        report(
+            f"world_model_cost/{name}", "training sequences per CPU-s",
+            t["sequences_per_cpu_second"], None, None, ratio=None,
+            acting_cpu_ms=a["cpu_ms_per_step"],
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

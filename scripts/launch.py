@@ -2,11 +2,11 @@
 
     # one job on the general partition
     python scripts/launch.py --cpus=4 --mem=16G --time=8:00:00 -- \
-        scripts/data_gen/car_racing/parallel_rollout_main.py --num_rollouts=100 --out_dir=/data/raw
+        scripts/data_gen/collect_rollouts.py --num_rollouts=100 --out_dir=/data/raw
 
     # 1000 rollouts as 10 array tasks of 100, same out_dir
     python scripts/launch.py --array=10 --split=num_rollouts --cpus=8 -- \
-        scripts/data_gen/car_racing/parallel_rollout_main.py --num_rollouts=1000 --out_dir=/data/raw
+        scripts/data_gen/collect_rollouts.py --num_rollouts=1000 --out_dir=/data/raw
 
     # 12 outer shards as 3 array tasks x 4 GPUs (task i: outer shards 4i..4i+3, gpu 0..3)
     python scripts/launch.py --partition=volta-gpu --gpus=4 --array=3 --instances_per_task=4 -- \

@@ -1,6 +1,6 @@
 """Runs the five World Models stages in a chain: here, or on SLURM with afterok dependencies.
 
-    python scripts/pipeline.py --preset=demo --out_dir=runs/demo          # 13-25 min, 2-core CPU
+    python scripts/pipeline.py --preset=demo --out_dir=runs/demo          # about 15 min, 2-core CPU
     python scripts/pipeline.py --preset=tiny --out_dir=/tmp/tiny          # fake env, seconds
     # on a cluster: the tiny preset first (a few minutes of 1-2 CPUs, 2G, one GPU per GPU stage)
     python scripts/pipeline.py --preset=tiny --launcher=slurm --out_dir=$SCRATCH/tiny \
@@ -44,7 +44,7 @@ flags.DEFINE_bool(
     "Every stage bit-for-bit repeatable (seeded, TF op determinism, ordered tf.data): the same "
     "command and --seed give the same weights, controller and scores. Default: each stage "
     "decides on its machine, on without a GPU (so on for local CPU runs), off on a GPU. "
-    "See README 'Repeatable runs'.",
+    "See docs/getting-started/repeatable-runs.md.",
 )
 flags.DEFINE_bool(
     "report",

@@ -52,13 +52,13 @@ def test_outside_ci_a_missing_slurm_only_skips(tmp_path):
     proc, calls = _run_ci(_ci_copy(tmp_path, slurm_starts=False))
     assert proc.returncode == 0, proc.stderr
     assert "will be skipped (listed at the end)" in proc.stderr
-    assert calls == ["venv", "lint", "test PYTEST_ARGS="]
+    assert calls == ["venv", "lint", "test PYTEST_ARGS=", "bench BENCH_ARGS=--check"]
 
 
 def test_ci_runs_everything_when_slurm_starts(tmp_path):
     proc, calls = _run_ci(_ci_copy(tmp_path, slurm_starts=True), CI="true")
     assert proc.returncode == 0, proc.stderr
-    assert calls == ["venv", "lint", "test PYTEST_ARGS="]
+    assert calls == ["venv", "lint", "test PYTEST_ARGS=", "bench BENCH_ARGS=--check"]
 
 
 def _pytest_on(tmp_path, code, *args, **env):
@@ -179,3 +179,16 @@ def test_grouped_tests_run_on_one_worker_under_xdist(tmp_path):
     assert len({worker[f"shared_{k}"] for k in range(4)}) == 1, worker
     for k in range(4):
         assert len({worker[f"module_{k}_{i}"] for i in range(3)}) == 1, worker
+
+
+def test_ci_fails_when_the_benchmark_guard_fails(tmp_path):
+    """The guard runs after the tests, and its failure (a ratio below half its target) fails
+    the run."""
+    tree = _ci_copy(tmp_path, slurm_starts=True)
+    _executable(
+        tree / "bin" / "make",
+        f'echo "$@" >> {tmp_path}/make_calls\ncase "$1" in bench) exit 1;; esac\n',
+    )
+    proc, calls = _run_ci(tree, CI="true")
+    assert proc.returncode != 0
+    assert calls == ["venv", "lint", "test PYTEST_ARGS=", "bench BENCH_ARGS=--check"]

@@ -1,4 +1,4 @@
-"""Environment entries: the README's "Adding an environment" blocks run literally; constructor
+"""Environment entries: the blocks of docs/guides/new-environment.md run literally; constructor
 entries with the old gym API (adapter, seeding, time limit, lazy import); strict validation."""
 
 import dataclasses
@@ -28,12 +28,10 @@ from rl755.testing.old_api_env import OldApiDots, OldBox
 OLD_API = "rl755.testing.old_api_env:OldApiDots"
 
 
-def _readme_entry_blocks(repo_root) -> list[str]:
-    with open(os.path.join(repo_root, "README.md")) as f:
+def _guide_entry_blocks(repo_root) -> list[str]:
+    with open(os.path.join(repo_root, "docs/guides/new-environment.md")) as f:
         text = f.read()
-    section = text[text.index("## Adding an environment") :]
-    section = section[: section.index("\n## ", 3)]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     return [b for b in blocks if b.startswith("EnvironmentSpec(")]
 
 
@@ -63,10 +61,10 @@ def _play(env, seed, actions):
     return np.stack(frames), rewards, False, False
 
 
-# ---- the README, literally ---------------------------------------------------------------------
-def test_readme_entries_work_as_written(repo_root, registered):
-    blocks = _readme_entry_blocks(repo_root)
-    assert len(blocks) == 2, "README 'Adding an environment' should show two entries"
+# ---- the guide, literally ----------------------------------------------------------------------
+def test_guide_entries_work_as_written(repo_root, registered):
+    blocks = _guide_entry_blocks(repo_root)
+    assert len(blocks) == 2, "docs/guides/new-environment.md should show two entries"
     names = {"EnvironmentSpec": EnvironmentSpec, "ModelPresets": ModelPresets}
     pong, dots = (registered(eval(block, names)) for block in blocks)
     assert (pong.name, dots.name) == ("PONG", "OLD_API_DOTS")

@@ -111,7 +111,7 @@ def test_a_ray_stage_prints_no_start_up_chatter(tmp_path):
         [
             sys.executable, os.path.join(REPO, "scripts/data_gen/collect_rollouts.py"),
             "--environment=FAKE_PIXELS", "--policy=RandomPolicy", "--num_rollouts=2",
-            "--parallelism=2", "--max_steps=8", f"--out_dir={tmp_path / 'r'}",
+            "--parallelism=2", "--use_ray", "--max_steps=8", f"--out_dir={tmp_path / 'r'}",
             "--out_format=tfrecord", "--seed=1",
         ],
         capture_output=True, text=True, timeout=600, cwd=REPO,

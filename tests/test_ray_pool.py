@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from rl755.common import ray_pool
 from rl755.common.errors import WorkerFailure
 from rl755.common.ray_pool import Job, RayWorkerPool
 
@@ -47,9 +48,9 @@ def ray_cluster():
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # 4 logical CPUs: the shared pool holds 2, the pools of the last test need 1 more.
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    with ray_pool.ray_session(4):  # retries a start that timed out on a loaded machine
+        assert ray.is_initialized()
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +157,34 @@ def test_start_ray_retries_a_local_start_that_timed_out(monkeypatch):
     with pytest.raises(Exception, match="something else"):
         ray_pool.start_ray(2)
     assert len(calls) == 1  # only start-up time-outs are retried
+
+
+def test_kept_workers_serve_the_next_pool_of_their_kind_only(pool):
+    """keep_workers: the next pool of the same class and arguments takes the idle workers of
+    the last one (same processes); a dead kept worker is replaced; another kind kills them."""
+    cls = _worker_cls()
+
+    def kept_pool(args=()):
+        return RayWorkerPool(cls, args=args, size=1, startup_timeout=120, keep_workers=True)
+
+    with kept_pool() as first:
+        assert first.run("job", _jobs(1)) == [0]
+        pid = _pids(first)
+        assert first.ray_start_s == 0.0 and first.first_ready_s > 0  # joined the session
+    assert len(ray_pool.KEPT["actors"]) == 1
+    with kept_pool() as second:
+        assert second.run("job", _jobs(2)) == [0, 2]
+        assert _pids(second) == pid and second.kept_workers_taken == 1
+    os.kill(pid[0], signal.SIGKILL)  # dies while kept
+    with kept_pool() as third:
+        assert third.run("job", _jobs(2)) == [0, 2]
+        replaced = _pids(third)
+        assert replaced != pid
+    with kept_pool(args=(False,)) as other:  # another kind: not taken
+        assert other.run("job", _jobs(1)) == [0]
+        assert _pids(other) != replaced and other.kept_workers_taken == 0
+    ray_pool.drop_kept_workers()
+    assert ray_pool.KEPT["actors"] == []
+    with RayWorkerPool(cls, size=1, startup_timeout=120) as plain:  # keep_workers off
+        plain.run("job", _jobs(1))
+    assert ray_pool.KEPT["actors"] == []

@@ -1,10 +1,12 @@
-"""The README's result rows are what the committed evaluations say.
+"""The results pages' rows are what the committed evaluations say.
 
-Each 100-episode score in README "Results" that has its per-episode returns in the repository
-(`evaluation_100*/*.json`, written by `scripts/models/evaluate_controller.py`) is recomputed
-from those returns, as the README states it (mean ± std with ddof 0, the median, seeds
-1000-1099 each once), and must appear on the README line that names it. A re-evaluation that
-changes a file without the README, or a README edit without a new evaluation, fails here.
+Each 100-episode score on a results page (docs/results/<environment>.md) that has its
+per-episode returns in the repository (`evaluation_100*/*.json`, written by
+`scripts/models/evaluate_controller.py`) is recomputed from those returns, as the page states
+it (mean ± std with ddof 0, the median, seeds 1000-1099 each once), and must appear on the
+table row that names it. A re-evaluation that changes a file without the page, or a page edit
+without a new evaluation, fails here. The summary tables (docs/results/index.md, README.md)
+must state the same numbers as the pages.
 """
 
 import glob
@@ -14,7 +16,7 @@ import os
 import numpy as np
 import pytest
 
-#: (README text on the row, folder of the evaluation files, "returns" or the random policy's,
+#: (text on the row, folder of the evaluation files, "returns" or the random policy's,
 #: median to state beside it or None[, first seed: 1000 unless given])
 FRESH = "experiments/car_racing/real_controller_p8/evaluation_seeds2000"
 RESULTS = [
@@ -79,8 +81,17 @@ def returns_and_seeds(folder: str, which: str | None) -> tuple[np.ndarray, list[
     return np.array([r for _, r in pairs]), [s for s, _ in pairs]
 
 
-def readme_lines(repo_root: str, label: str) -> list[str]:
-    with open(os.path.join(repo_root, "README.md")) as f:
+#: The results page of each environment folder of experiments/.
+PAGES = {
+    "car_racing": "docs/results/car-racing.md",
+    "doom_take_cover": "docs/results/doom-take-cover.md",
+}
+
+
+def page_lines(repo_root: str, folder: str, label: str) -> list[str]:
+    """The table rows naming `label` on the results page of `folder`'s environment."""
+    page = PAGES[folder.split("/")[1]]
+    with open(os.path.join(repo_root, page)) as f:
         return [line for line in f if line.startswith("|") and label in line]
 
 
@@ -89,7 +100,7 @@ def readme_lines(repo_root: str, label: str) -> list[str]:
     [(*r, 1000) if len(r) == 4 else r for r in RESULTS],
     ids=[f"{r[1].split('/')[-2]}/{r[1].split('/')[-1]}-{r[2] or 'controller'}" for r in RESULTS],
 )
-def test_readme_states_what_the_committed_evaluation_scores(
+def test_results_page_states_what_the_committed_evaluation_scores(
     repo_root, label, folder, which, with_median, first_seed
 ):
     returns, seeds = returns_and_seeds(os.path.join(repo_root, folder), which)
@@ -98,12 +109,41 @@ def test_readme_states_what_the_committed_evaluation_scores(
     stated = [f"{returns.mean():.1f} ± {returns.std():.1f}"]
     if with_median:
         stated.append(f"(median {np.median(returns):.0f}")
-    lines = readme_lines(repo_root, label)
-    assert lines, f"README has no results row naming {label}"
+    lines = page_lines(repo_root, folder, label)
+    assert lines, f"{PAGES[folder.split('/')[1]]} has no results row naming {label}"
     assert any(all(s in line for s in stated) for line in lines), (
-        f"README's row for {label} does not state {' '.join(stated)!r}, which {folder} "
+        f"The row for {label} does not state {' '.join(stated)!r}, which {folder} "
         f"({which or 'controller'}) scores; its rows: {lines}"
     )
+
+
+#: The summary rows (README.md and docs/results/index.md): the row's link, and the folders
+#: whose controller and random policy it states.
+SUMMARY = [
+    ("doom-take-cover.md)", "experiments/doom_take_cover/dream_controller/evaluation_100"),
+    (
+        "car-racing.md), trained in the real game",
+        "experiments/car_racing/real_controller_p8/evaluation_100",
+    ),
+    (
+        "car-racing.md#final-table), trained only in the dream",
+        "experiments/car_racing/dream_iterations/ensemble_from_round6/evaluation_100",
+    ),
+]
+
+
+@pytest.mark.parametrize("summary", ["README.md", "docs/results/index.md"])
+@pytest.mark.parametrize("link,folder", SUMMARY, ids=[s[1].split("/")[-2] for s in SUMMARY])
+def test_summary_tables_state_the_pages_numbers(repo_root, summary, link, folder):
+    returns, _ = returns_and_seeds(os.path.join(repo_root, folder), None)
+    with open(os.path.join(repo_root, summary)) as f:
+        [row] = [line for line in f if line.startswith("|") and link in line]
+    assert f"{returns.mean():.1f} ± {returns.std():.1f}" in row, (summary, row)
+    random_folder = "experiments/car_racing/real_controller/evaluation_100"
+    if "doom" in folder:
+        random_folder = folder
+    random, _ = returns_and_seeds(os.path.join(repo_root, random_folder), "random_policy")
+    assert f"{random.mean():.1f} ± {random.std():.1f}" in row, (summary, row)
 
 
 def test_the_committed_evaluations_play_the_shipped_controllers(repo_root):

@@ -154,7 +154,7 @@ def test_random_samplers_under_determinism_log_no_tf_data_rewrite_error(raw_dir)
 
 
 def test_missing_data_fails_with_hint(tmp_path):
-    with pytest.raises(FileNotFoundError, match="parallel_rollout_main.py"):
+    with pytest.raises(FileNotFoundError, match="collect_rollouts.py"):
         RawRollouts().rollouts_ds()
     with pytest.raises(ValueError, match="Unknown split"):
         RawRollouts().get_tfrecord_files("test")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rl755.common import sharded_io
+from rl755.common import ray_pool, sharded_io
 from rl755.common.errors import BadInput, WorkerFailure
 from rl755.common.structs import Rollout
 from rl755.data_gen import collect, convert, corrupted, episodes, shards
@@ -230,15 +230,53 @@ def test_rerun_with_same_seed_skips_and_different_seeds_coexist(tmp_path):
     assert len(_read_shards(sharded_io.list_shards(f"{out}/rollouts-*.tfrecord-*"))) == 6
 
 
+def test_small_runs_stay_in_this_process(tmp_path):
+    """Without a Ray session (this test runs before the module's Ray cluster starts), a run
+    that one process does in less time than Ray takes to start starts no Ray."""
+    s = collect.collect_rollouts(
+        "FAKE_PIXELS", "RandomPolicy", num_rollouts=4, parallelism=2, max_steps=24,
+        out_dir=str(tmp_path), out_format="tfrecord", seed=1, progress=False,
+    )  # fmt: skip
+    assert s["rollouts"] == 4 and s["ray"] is False and s["ray_start_s"] is None
+    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
+    assert collect.timing_line(dict(s, seconds=2.04)) == "Took 2.0 s in this process (no Ray)."
+
+    def tasks(n, per_task=1):
+        return [tasks_.RolloutTask(str(i), ((i, i),) * per_task) for i in range(n)]
+
+    small = tasks_.SMALL_RUN_FRAMES
+    assert not tasks_.runs_on_ray(2, tasks(2), small // 2, None)  # exactly SMALL_RUN_FRAMES
+    assert tasks_.runs_on_ray(2, tasks(2), small // 2 + 1, None)
+    assert tasks_.runs_on_ray(2, tasks(2, per_task=small), 1, None) == (2 * small > small)
+    assert not tasks_.runs_on_ray(1, tasks(8), small, None)  # parallelism 1
+    assert not tasks_.runs_on_ray(8, tasks(1, per_task=9), small, None)  # one task
+    assert tasks_.runs_on_ray(2, tasks(2), 1, "auto")  # a cluster to join: always
+
+
+def test_timing_line_names_ray_start_up_apart():
+    on_ray = {"seconds": 31.24, "ray": True, "ray_start_s": 6.06, "workers_ready_s": 9.81}
+    assert collect.timing_line(on_ray) == (
+        "Took 31.2 s, of which Ray start-up 9.8 s (local cluster 6.1 s, first worker ready "
+        "after 9.8 s)."
+    )
+    joined = dict(on_ray, ray_start_s=0.0, workers_ready_s=0.42)
+    assert collect.timing_line(joined) == (
+        "Took 31.2 s, of which Ray start-up 0.4 s (joined a running session, first worker ready "
+        "after 0.4 s)."
+    )
+
+
 # ---- Ray ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ray_cluster():
     import ray
 
+    from rl755.common.ray_pool import ray_session
+
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    with ray_session(2):  # retries a start that timed out on a loaded machine
+        assert ray.is_initialized()
+        yield
 
 
 def _crash_once_policy(marker: str, crash_seed: int):
@@ -272,6 +310,33 @@ def test_parallel_rollouts_on_two_ray_workers_exactly_n(ray_cluster, tmp_path):
         progress=True,
     )  # fmt: skip
     assert s["rollouts"] == 5 and len(_read_shards(s["files"])) == 5
+
+
+def test_same_seed_gives_the_same_shard_bytes_in_this_process_and_on_ray(ray_cluster, tmp_path):
+    """Determinism and resumability do not depend on where the rollouts ran: the same files
+    with the same bytes; a shard deleted from the Ray run is remade by a rerun in one process."""
+    kw = dict(
+        num_rollouts=5, parallelism=2, max_steps=24, out_format="tfrecord", seed=11,
+        rollouts_per_shard=2, progress=False,
+    )  # fmt: skip
+    here = collect.collect_rollouts("FAKE_PIXELS", "HastingsRandomPolicy", use_ray=False,
+                                    out_dir=str(tmp_path / "here"), **kw)  # fmt: skip
+    ray = collect.collect_rollouts("FAKE_PIXELS", "HastingsRandomPolicy", use_ray=True,
+                                   out_dir=str(tmp_path / "ray"), **kw)  # fmt: skip
+    assert (here["ray"], ray["ray"]) == (False, True)
+    assert ray["ray_start_s"] == 0.0 and ray["workers_ready_s"] > 0  # joined the session
+    assert len(ray_pool.KEPT["actors"]) == 2  # its workers stay up for the next run
+
+    def contents(summary):
+        return {os.path.basename(f): open(f, "rb").read() for f in summary["files"]}
+
+    want = contents(here)
+    assert len(want) == 3 and contents(ray) == want
+    os.remove(ray["files"][1])
+    again = collect.collect_rollouts("FAKE_PIXELS", "HastingsRandomPolicy", use_ray=False,
+                                     out_dir=str(tmp_path / "ray"), **kw)  # fmt: skip
+    assert (again["written"], again["skipped"]) == (1, 2)
+    assert contents(again) == want
 
 
 def test_crashed_worker_is_retried(ray_cluster, tmp_path):

@@ -2,6 +2,7 @@
 docstrings, the "train it first" command, README tables, dataset names) comes from its row."""
 
 import importlib
+import inspect
 import os
 import pickle
 import pydoc
@@ -31,7 +32,7 @@ def _flags(command: str) -> dict[str, str]:
     return dict((t[2:].split("=", 1) + [""])[:2] for t in tokens)
 
 
-def test_readme_tables_are_what_zoo_table_prints(repo_root):
+def test_zoo_page_tables_are_what_zoo_table_prints(repo_root):
     out = subprocess.run(
         [sys.executable, "scripts/dev/zoo_table.py"],
         cwd=repo_root,
@@ -40,12 +41,12 @@ def test_readme_tables_are_what_zoo_table_prints(repo_root):
         check=True,
     ).stdout.strip()
     assert out == zoo.readme_tables()
-    with open(os.path.join(repo_root, "README.md")) as f:
-        readme = f.read()
-    start, end = readme.index(zoo.readme.BEGIN), readme.index(zoo.readme.END)
+    with open(os.path.join(repo_root, zoo.readme.PAGE)) as f:
+        page = f.read()
+    start, end = page.index(zoo.readme.BEGIN), page.index(zoo.readme.END)
     assert (
-        readme[start : end + len(zoo.readme.END)] == out
-    ), "README's zoo tables are stale: python scripts/dev/zoo_table.py --write"
+        page[start : end + len(zoo.readme.END)] == out
+    ), f"{zoo.readme.PAGE}'s zoo tables are stale: python scripts/dev/zoo_table.py --write"
     for row in zoo.MODELS:
         assert f"| {row.environment} | `{row.name}` |" in out
 
@@ -79,12 +80,12 @@ def test_every_row_names_things_that_exist(row, repo_root):
     assert pickle.loads(pickle.dumps(row)) == row
 
 
-def test_doom_rows_hold_the_commands_the_readme_ran(repo_root):
-    """The row is the single truth; the README's Doom experiment shows what was run."""
-    with open(os.path.join(repo_root, "README.md")) as f:
+def test_doom_rows_hold_the_commands_the_experiment_ran(repo_root):
+    """The row is the single truth; the Doom experiment's history shows what was run."""
+    with open(os.path.join(repo_root, "experiments/doom_take_cover/small_scale/README.md")) as f:
         readme = f.read()
-    small = readme.index("### World Models' DoomTakeCover")
-    scaled = readme.index("#### Scaled up", small)
+    small = readme.index("## World Models' DoomTakeCover")
+    scaled = readme.index("## Scaled up", small)
     sections = {"small": readme[small:scaled], "scaled": readme[scaled:]}
     for name, section in (
         ("mdn_rnn_64ld", "small"),
@@ -108,14 +109,28 @@ def test_saved_models_modules_are_generated_from_the_rows(env_name):
     env = Environments.from_name(env_name)
     module = importlib.import_module(f"rl755.models.{env.folder_name}.saved_models")
     functions = {n: f for n, f in vars(module).items() if callable(f) and not n.startswith("_")}
-    functions.pop("zoo", None)
+    for imported in ("zoo", "annotations", "TYPE_CHECKING"):
+        functions.pop(imported, None)
     assert sorted(functions) == sorted(zoo.names(env))
     for name, fn in functions.items():
         row = zoo.get(env, name)
-        assert fn.__doc__ == row.docstring() and fn.__module__ == module.__name__
+        assert inspect.cleandoc(fn.__doc__) == inspect.cleandoc(row.docstring())
+        assert fn.__module__ == module.__name__
         assert pickle.loads(pickle.dumps(fn)) is fn
         help_text = pydoc.render_doc(fn, renderer=pydoc.plaintext)
         assert "python scripts/models/" in help_text and f"{name}/" in help_text
+
+
+@pytest.mark.parametrize("env_name", SEED_ENVS)
+def test_saved_models_modules_are_what_the_rows_generate(repo_root, env_name):
+    """Explicit functions (help() and the API reference see them), written from the rows."""
+    from rl755.zoo import saved_source
+
+    with open(os.path.join(repo_root, saved_source.module_path(env_name))) as f:
+        assert f.read() == saved_source.source(env_name), (
+            f"{saved_source.module_path(env_name)} is stale: "
+            "python scripts/dev/zoo_table.py --write"
+        )
 
 
 def test_missing_models_fail_with_the_command_of_their_row():

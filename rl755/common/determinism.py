@@ -30,7 +30,7 @@ small; off on a GPU machine, where deterministic kernels can be much slower. Pas
 `--deterministic` or `--nodeterministic` to choose. The decision is recorded with the run
 (`runs/*.json`: "determinism").
 
-What is bit for bit repeatable with it: see README "Repeatable runs". In short: with the
+What is bit for bit repeatable with it: docs/getting-started/repeatable-runs.md. In short: with the
 same seed, the same command, the same machine (CPU type, thread counts: 1 and 2 intra-op
 threads give weights ~4e-6 apart after 20 VAE steps) and the same software versions, every
 stage gives the same outputs. Not across TF versions or CPU types (kernels may differ), nor
@@ -47,7 +47,8 @@ import sys
 FLAG_HELP = (
     "Bit-for-bit repeatable run: seeded everything plus TensorFlow op determinism and ordered "
     "tf.data (slower input pipelines). Default: on when no GPU is visible, off on a GPU "
-    "(pass --deterministic / --nodeterministic to choose). See README 'Repeatable runs'."
+    "(pass --deterministic / --nodeterministic to choose). See docs/getting-started/"
+    "repeatable-runs.md."
 )
 
 

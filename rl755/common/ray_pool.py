@@ -24,6 +24,16 @@ How a run stays alive:
     stops with `WorkerFailure` naming the job and every cause. The pool stays usable: failed
     and abandoned workers are replaced before the error is raised.
 Only this module talks to Ray about failures; callers say what a job is and how long it may take.
+
+Warm workers (`keep_workers=True`): when a pool closes inside a Ray session it did not start,
+its idle workers are kept, and the next pool of the same worker class and constructor
+arguments takes them instead of starting new processes (imports, environments and networks
+already loaded). Kept workers of another kind are killed when a pool starts (they hold CPUs),
+and all of them when `ray_session` ends.
+
+Start-up: `pool.ray_start_s` is the time `ray.init` took (0 when joining a session) and
+`pool.first_ready_s` the time from the pool's creation until its first worker answered; both
+are logged once per pool.
 """
 
 from __future__ import annotations
@@ -33,83 +43,24 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rl755.common.errors import WorkerFailure
+from rl755.common.ray_session import (  # noqa: F401 - start_ray, ray_session: their old home
+    KEPT,
+    START_ATTEMPTS,
+    drop_kept_workers,
+    kept_for,
+    ray_session,
+    session_id,
+    start_ray,
+)
 
 log = logging.getLogger(__name__)
 
-# Starts of a local Ray cluster tried before giving up: on a loaded machine its node may not
-# register within Ray's fixed 30 s.
-START_ATTEMPTS = 3
 # How often the driver wakes up (deadlines, progress callbacks), in seconds.
 POLL_S = 0.5
-
-
-def _drop_token_notice(record: logging.LogRecord) -> bool:
-    return "Token authentication is enabled for this Ray cluster" not in record.getMessage()
-
-
-def start_ray(num_cpus: int, address: str | None = None) -> bool:
-    """Connects to Ray unless already connected: to `address` ("auto", "host:port"), else to a
-    new local cluster with `num_cpus` CPUs. Returns True if it started the session (the caller
-    shuts it down)."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    # Workers import TensorFlow when they unpickle rl755 code: keep its start-up chatter out
-    # (local workers inherit this process's environment; remote ones get runtime_env).
-    from rl755.common import determinism, tf_setup
-
-    tf_setup.quiet()
-    # Workers get the stage's op determinism too (rl755.common.determinism).
-    runtime_env = {"env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2", **determinism.child_environ()}}
-    if address:
-        ray.init(address=address, runtime_env=runtime_env)
-        return True
-    # A new local cluster uses token authentication (Ray's default) and says so in a
-    # warning on every start; the notice is dropped, the setting kept.
-    logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
-        _drop_token_notice
-    )
-    for attempt in range(1, START_ATTEMPTS + 1):
-        try:
-            ray.init(
-                num_cpus=max(1, int(num_cpus)), include_dashboard=False, runtime_env=runtime_env
-            )
-            return True
-        except Exception as e:  # Ray raises a bare Exception when its node starts too slowly
-            if "timed out during startup" not in str(e):
-                raise
-            if attempt == START_ATTEMPTS:
-                ray.shutdown()
-                raise RuntimeError(
-                    f"Ray's local node did not start in {START_ATTEMPTS} attempts (its processes "
-                    "got too little CPU: a loaded machine, or a run under `nice`). Work in this "
-                    "process without Ray (collect_rollouts.py --parallelism=1, "
-                    "train_controller.py --parallelism=0), wait for the machine to be less "
-                    "busy, or join a running cluster with --ray_address."
-                ) from e
-            log.warning(
-                "Ray did not start in time (attempt %d, a loaded machine?): retrying.", attempt
-            )
-            ray.shutdown()
-    return True
-
-
-@contextlib.contextmanager
-def ray_session(num_cpus: int, address: str | None = None) -> Iterator[None]:
-    """Ray for the body (see `start_ray`); shuts down only a session it started."""
-    started = start_ray(num_cpus, address)
-    try:
-        yield
-    finally:
-        if started:
-            import ray
-
-            ray.shutdown()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +96,9 @@ class RayWorkerPool:
       hint: what to do when a job keeps failing, appended to the `WorkerFailure` message.
       ray_address: join this cluster if Ray is not connected yet; else a local one with
         `ray_num_cpus` (default size * cpus_per_worker) CPUs, shut down by `close()`.
+      keep_workers: keep the idle workers for the next pool of the same kind in this Ray
+        session (see the module docstring); the constructor arguments must be picklable
+        to the same bytes for a later pool to recognize them.
     """
 
     def __init__(
@@ -161,6 +115,7 @@ class RayWorkerPool:
         hint: str = "",
         ray_address: str | None = None,
         ray_num_cpus: int | None = None,
+        keep_workers: bool = False,
     ):
         import ray
 
@@ -176,7 +131,11 @@ class RayWorkerPool:
         self.hint = hint
         self.failures_total = 0  # failed job attempts (not worker starts), for diagnostics
         self._args = args
+        self._created = time.monotonic()
         self._started_ray = start_ray(ray_num_cpus or self.size * cpus_per_worker, ray_address)
+        self.ray_start_s = time.monotonic() - self._created if self._started_ray else 0.0
+        self.first_ready_s: float | None = None
+        self._key = _kind(worker_cls, args, cpus_per_worker, env_vars) if keep_workers else None
         self._actor_cls = ray.remote(num_cpus=cpus_per_worker, max_restarts=0)(worker_cls)
         if env_vars:
             env = {"TF_CPP_MIN_LOG_LEVEL": "2", **env_vars}
@@ -186,8 +145,14 @@ class RayWorkerPool:
         self._start_failures = [0] * self.size
         self._fresh = [True] * self.size  # no job finished on it yet
         self._idle: collections.deque[int] = collections.deque()
+        self.kept_workers_taken = 0
+        kept = kept_for(self._key, self.size) if not self._started_ray else []
         for w in range(self.size):
-            self._start_worker(w)
+            if w < len(kept):
+                self._adopt(w, kept[w])
+            else:
+                self._start_worker(w)
+        self.kept_workers_taken = len(kept)
 
     # ---- workers --------------------------------------------------------------------------
     @property
@@ -200,6 +165,13 @@ class RayWorkerPool:
         self._fresh[w] = True
         deadline = None if self.startup_timeout is None else time.monotonic() + self.startup_timeout
         self._starting[self._actors[w].__ray_ready__.remote()] = (w, deadline)
+
+    def _adopt(self, w: int, actor) -> None:
+        """A kept worker of an earlier pool: asked once whether it is still alive."""
+        self._actors[w] = actor
+        self._fresh[w] = False
+        deadline = None if self.startup_timeout is None else time.monotonic() + self.startup_timeout
+        self._starting[actor.__ray_ready__.remote()] = (w, deadline)
 
     def _replace(self, w: int) -> None:
         import ray
@@ -272,6 +244,7 @@ class RayWorkerPool:
                             continue
                         self._start_failures[w] = 0
                         self._idle.append(w)
+                        self._note_ready()
                         continue
                     i, w, _ = running.pop(ref)
                     try:
@@ -305,6 +278,24 @@ class RayWorkerPool:
             for _, w, _ in running.values():
                 self._replace(w)
 
+    def _note_ready(self) -> None:
+        if self.first_ready_s is None:
+            self.first_ready_s = time.monotonic() - self._created
+            where = (
+                f"local cluster started in {self.ray_start_s:.1f} s"
+                if self._started_ray
+                else "joined the running session"
+            )
+            log.info(
+                "Ray start-up %.1f s: %s, first worker ready after %.1f s (%d of %d workers "
+                "kept from an earlier run).",
+                self.first_ready_s,
+                where,
+                self.first_ready_s,
+                self.kept_workers_taken,
+                self.size,
+            )
+
     def _job_failed(self, jobs, i: int, w: int, reason: str, failures, queue) -> None:
         self.failures_total += 1
         failures[i].append(reason)
@@ -330,9 +321,17 @@ class RayWorkerPool:
         """Kills the workers, and shuts Ray down if this pool started it."""
         import ray
 
-        for actor in self._actors:
-            with contextlib.suppress(Exception):
-                ray.kill(actor, no_restart=True)
+        keep = set()
+        if self._key is not None and not self._started_ray and ray.is_initialized():
+            keep = set(self._idle)
+            drop_kept_workers()
+            KEPT.update(
+                session=session_id(), key=self._key, actors=[self._actors[w] for w in sorted(keep)]
+            )
+        for w, actor in enumerate(self._actors):
+            if w not in keep:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor, no_restart=True)
         self._actors, self._starting, self._idle = [], {}, collections.deque()
         if self._started_ray:
             ray.shutdown()
@@ -343,6 +342,18 @@ class RayWorkerPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _kind(worker_cls: type, args: tuple, cpus: int, env_vars: dict | None) -> tuple | None:
+    """What makes workers interchangeable: the class itself, and the pickled constructor
+    arguments, CPUs and environment (None if they cannot be pickled: such workers are not
+    kept)."""
+    from ray import cloudpickle
+
+    try:
+        return worker_cls, cloudpickle.dumps((args, cpus, sorted((env_vars or {}).items())))
+    except Exception:  # noqa: BLE001 - any pickling failure only means "not kept"
+        return None
 
 
 def _is_job_error(e: Exception) -> bool:

@@ -11,9 +11,8 @@ that name the bad file.
     found without reading the data;
   - GZIP / ZLIB: inflates the stream to its end (output discarded, record headers walked as
     they pass): a truncated file has no end of stream (GZIP: no trailer), damaged data fails
-    the stream's own checksum (CRC-32 / Adler-32). About 10 ms of CPU per compressed MB, in
-    parallel threads, cached per (path, size, mtime) for the process: small next to decoding
-    and training on the same frames.
+    the stream's own checksum (CRC-32 / Adler-32). In parallel threads, cached per (path,
+    size, mtime) for the process.
 Each record's own data CRC32C is not recomputed here; `find_corrupted_tfrecords.py` reads every
 record with TensorFlow, which checks it. The messages point there.
 """

@@ -18,8 +18,8 @@ mixture sampling transposes int32 indices: every dream worker printed it). Nothi
 Eigen computes it. `absorb_onednn_type_notice()` (the MDN head calls it) runs one such op
 under the filter first, so the process has printed it and never shows it.
 
-Two workers each using every core for math slow each other down ~5x (measured on the
-World Models PyTorch port); call `limit_threads(n)` before TF runs any op.
+Workers that each use every core for math slow each other down; call `limit_threads(n)`
+before TF runs any op.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def limit_threads_without_importing(num_threads: int) -> None:
 
     For processes that may not need TF at all (a Ray rollout worker writing pickles): if TF is
     loaded its pools are set now; otherwise TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS
-    are set, which TF's runtime reads when it starts (same thread counts, measured).
+    are set, which TF's runtime reads when it starts (the same thread counts).
     """
     if "tensorflow" in sys.modules:
         limit_threads(num_threads)

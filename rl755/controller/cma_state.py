@@ -32,8 +32,8 @@ so a resumed run continues with the same CMA-ES state, exactly.
 
 Size. Up to `FULL_COVARIANCE_MAX_PARAMS` parameters CMA-ES keeps a full N x N covariance C
 (the paper's controllers: 867 for CarRacing, 1,731 for DoomTakeCover's 3 one-hot actions);
-above it, diagonal (separable) CMA-ES: a full C and its eigenvectors are 2 N^2 floats (388 MB
-for a 4,913-parameter controller), sampling and updating them costs O(N^2) to O(N^3) per
+above it, diagonal (separable) CMA-ES: a full C and its eigenvectors are 2 N^2 floats
+(hundreds of MB at N = 5,000), sampling and updating them costs O(N^2) to O(N^3) per
 generation, and C adapts on a time scale of ~N^2 / P generations anyway. `meta["cma_covariance"]`
 (controller.json) says which. A full-covariance checkpoint stores C but not its eigen
 decomposition B, D (`checkpoint_es`): every save is followed by a fresh decomposition of C in the

@@ -54,6 +54,7 @@ from rl755.controller.dream_eval import (
     encoded_initial_states,
 )
 from rl755.controller.real_eval import RealEvaluator
+from rl755.controller.results import TrainingResult
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ def run_cma_es(
     hparams: dict | None = None,
     real_evaluator: RealEvaluator | None = None,
     dream_ensemble: dict | None = None,
-) -> dict:
+) -> TrainingResult:
     """Runs (or resumes) CMA-ES training of `spec`'s controller; see the module docstring.
 
     Args:
@@ -125,8 +126,7 @@ def run_cma_es(
         `spec`'s (mode "dream"; `cfg.dream_disagreement_penalty`, rl755.controller.dream_eval;
         `resolve.ensemble_model_fns`). A resumed run must keep the same ensemble.
     Returns:
-      {"generation", "best_fitness", "best_params" [N], "history", "evals", "selection",
-      "model_dir", "es"}.
+      A `TrainingResult` (`result.generation`, `result.best_params` [N], ...).
     """
     import dataclasses
 
@@ -323,16 +323,16 @@ def run_cma_es(
             real.close()
         logs.close()
     cma_state.write_summary(model_dir, state)
-    return {
-        "generation": state["generation"],
-        "best_fitness": state["best_fitness"],
-        "best_params": state["best_params"],
-        "history": state["history"],
-        "evals": state["evals"],
-        "selection": state.get("selection"),
-        "model_dir": model_dir,
-        "es": es,
-    }
+    return TrainingResult(
+        generation=state["generation"],
+        best_fitness=state["best_fitness"],
+        best_params=state["best_params"],
+        history=state["history"],
+        evals=state["evals"],
+        selection=state.get("selection"),
+        model_dir=model_dir,
+        es=es,
+    )
 
 
 def _player(cfg: CmaConfig, real: RealEvaluator | None, dream: DreamEvaluator | None):
@@ -501,13 +501,14 @@ def train_controller(
     pool: PoolConfig,
     run_flags: dict | None = None,
     deterministic: bool | None = None,
-) -> dict:
+) -> TrainingResult:
     """What scripts/models/train_controller.py runs: resolves names (failing fast), records
     the run in <model_dir>/runs/, then `run_cma_es`. `run_flags` go into the run record and
     TensorBoard (default: the configs). `deterministic`: `rl755.common.determinism.configure`
     with `cma_config.seed` (None: on without a GPU); the evaluation workers inherit it.
     `dream_ensemble` (zoo names) and `dream_ensemble_dirs` (training dirs): more sequential
-    models for the dream (`run_cma_es`'s `dream_ensemble`)."""
+    models for the dream (`run_cma_es`'s `dream_ensemble`). Returns `run_cma_es`'s
+    `TrainingResult`."""
     from rl755.common import determinism, run_record
     from rl755.controller.resolve import ensemble_model_fns, make_agent_spec
 

@@ -17,8 +17,8 @@ An episode ends after `max_steps`, or when the episode-end head says so:
                                 Doom dream ends an episode when the done logit is > 0 with ends
                                 weighted 10x in training, i.e. at a calibrated probability
                                 above 1/11 ~ 0.09: `done_threshold=0.09` on any head. A
-                                threshold is brittle where the head is not yet sharp: README
-                                "DoomTakeCover" has an MDN-RNN whose p(done) at a dream's
+                                threshold is brittle where the head is not yet sharp:
+                                docs/results/doom-take-cover.md has an MDN-RNN whose p(done) at a dream's
                                 first step is 0.16, so 0.09 ends
                                 every dream there, while Bernoulli draws (0) gave episode
                                 lengths close to the real game's.

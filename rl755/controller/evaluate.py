@@ -2,6 +2,7 @@
 
     result = evaluate_controller(controller_dir="runs/ctrl", num_episodes=100, seed=0)
     result = score_controller(params, spec, num_episodes=100, seed=0, out_dir=...)
+    result.mean, result.std, result.returns    # an EvaluationResult (rl755.controller.results)
     # <out_dir>/evaluation.json: {"mean", "std", "returns" [E], "steps" [E], "seeds" [E], ...,
     #                             "random_policy": {...} (compare_random=True)}
     # <out_dir>/episode.gif: episode 0 (seed `seed`), frames as the environment returned them
@@ -20,6 +21,7 @@ import numpy as np
 
 from rl755.common import pictures, sharded_io
 from rl755.controller.agent import AgentSpec, run_episodes
+from rl755.controller.results import EvaluationResult
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +157,11 @@ def score_controller(
     make_env: Callable | None = None,
     gif_fps: int = 30,
     extra: dict | None = None,
-) -> dict:
+) -> EvaluationResult:
     """Plays `num_episodes` episodes (seeds seed, seed+1, ...) with controller `params` [N].
 
-    Writes <out_dir>/evaluation.json and <out_dir>/episode.gif; returns the JSON dict.
+    Writes <out_dir>/evaluation.json and <out_dir>/episode.gif; returns what the JSON holds.
+    Raises ValueError when `num_episodes` < 1 or `params` do not fit the controller.
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}.")
@@ -195,7 +198,7 @@ def score_controller(
     os.makedirs(out_dir, exist_ok=True)
     save_gif(os.path.join(out_dir, "episode.gif"), frames, fps=gif_fps)
     sharded_io.write_json_atomic(os.path.join(out_dir, "evaluation.json"), result)
-    return result
+    return EvaluationResult.from_dict(result)
 
 
 def evaluate_controller(
@@ -213,7 +216,7 @@ def evaluate_controller(
     compare_random: bool = False,
     run_flags: dict | None = None,
     deterministic: bool | None = None,
-) -> dict:
+) -> EvaluationResult:
     """What scripts/models/evaluate_controller.py runs: loads the trained controller of
     `controller_dir` (its encoder/sequential model names come from its controller.json unless
     given), checks the environment, and evaluates it. `saved_controller` names a zoo row
@@ -221,7 +224,8 @@ def evaluate_controller(
     sequential model. `out_dir` defaults to `<controller dir>/evaluation`
     (`<models_dir>/<env folder>/<name>/evaluation` for a shipped controller).
     `deterministic`: `rl755.common.determinism.configure` with `seed` (None: on without a
-    GPU)."""
+    GPU). Returns the `EvaluationResult` that evaluation.json holds. Raises ValueError when
+    neither or both of `controller_dir` and `saved_controller` are given."""
     from rl755.common import determinism, run_record
 
     determinism.configure(seed, deterministic)

@@ -36,7 +36,7 @@ def raw_rollouts_class(environment: Environment | str) -> type[RawRolloutsInDire
 def _raw_rollouts_class(env: Environment) -> type[RawRolloutsInDirectory]:
     kind = "one-hot " if env.is_discrete else ""
     doc = (
-        f"Raw rollouts of {env.name}, as scripts/data_gen/car_racing/parallel_rollout_main.py "
+        f"Raw rollouts of {env.name}, as scripts/data_gen/collect_rollouts.py "
         f"--environment={env.name} --out_format=tfrecord writes them:\n"
         f"`<data_dir>/{env.folder_name}/raw_rollouts/rollouts-{{split}}*.tfrecord-*`; "
         f"observations uint8 [T, {', '.join(map(str, env.observation_shape))}], actions "

@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 
 from rl755.common import config, determinism, sharded_io
 from rl755.common.errors import BadInput
@@ -39,6 +40,7 @@ from rl755.data_gen.episodes import random_base_seed, rollout_seed
 from rl755.data_gen.pickles import PICKLE_SUFFIX
 from rl755.data_gen.rollout_tasks import RolloutSink, RolloutTask, run_rollout_tasks
 from rl755.data_gen.sinks import PickleSink, TFRecordShardSink
+from rl755.data_gen.summary import CollectionSummary, timing_line  # noqa: F401
 from rl755.environments import Environments
 from rl755.policies import CONTROLLER, PolicyFn, resolve_policy
 
@@ -141,7 +143,8 @@ def collect_rollouts(
     random_action_prob: float = 0.0,
     deterministic: bool | None = None,
     policy_kwargs: dict | None = None,
-) -> dict:
+    use_ray: bool | None = None,
+) -> CollectionSummary:
     """Collects exactly `num_rollouts` rollouts and writes them to `out_dir`.
 
     Args:
@@ -153,8 +156,12 @@ def collect_rollouts(
       policy_kwargs: constructor arguments of a named policy (`--policy_kwargs`), e.g.
         {"min_repeat": 20, "max_repeat": 200} for RepeatRandomPolicy; they are part of the
         rollouts' run tag, so other arguments are other rollouts.
-      num_rollouts, parallelism, max_steps: positive counts; parallelism 1 without
-        `ray_address` runs in this process, otherwise on Ray.
+      num_rollouts: rollouts to make, exactly this many (positive).
+      parallelism: rollouts at once (positive).
+      max_steps: step limit per rollout (positive).
+      use_ray: run on `parallelism` Ray workers (True) or in this process (False); None:
+        `rl755.data_gen.rollout_tasks.runs_on_ray` decides (a small run, or parallelism 1,
+        stays in this process unless a Ray session is connected or `ray_address` is given).
       out_dir: default `default_out_dir(environment, out_format)`.
       out_format: "pickle" or "tfrecord".
       seed: base seed (rollout i uses `rollout_seed(seed, i)`); None draws a fresh one (logged
@@ -171,9 +178,9 @@ def collect_rollouts(
         i is a function of its seed whether or not (its environment permitting); it matters
         for policies that run networks (`--policy=controller`).
     Returns:
-      {"out_dir", "seed", "tag", "files": [paths], "written", "skipped", "rollouts", "frames",
-       "bytes", "cpu_seconds" (of the workers' rollout tasks)}
+      A `CollectionSummary` (`summary.rollouts`, `summary.out_dir`, ...).
     """
+    start = time.monotonic()
     try:
         env_enum = Environments.from_name(environment)
     except ValueError as e:
@@ -225,6 +232,7 @@ def collect_rollouts(
     from rl755.common import run_record
 
     flags = dict(run_flags or {})
+    timings: dict = {}
     with run_record.record_run(out_dir, flags, stage="collect_rollouts") as record:
         record.data["resolved"] = {
             "seed": seed,
@@ -243,20 +251,26 @@ def collect_rollouts(
             max_retries=max_retries,
             progress=progress,
             rollout_timeout=rollout_timeout,
+            use_ray=use_ray,
+            timings=timings,
         )
     done = [r for r in results if r is not None]
-    return {
-        "out_dir": out_dir,
-        "seed": seed,
-        "tag": tag,
-        "files": [os.path.join(out_dir, t.key) for t in tasks],
-        "written": len(done),
-        "skipped": len(results) - len(done),
-        "rollouts": sum(r["rollouts"] for r in done),
-        "frames": sum(r["frames"] for r in done),
-        "bytes": sum(r["bytes"] for r in done),
-        "cpu_seconds": sum(r.get("cpu_seconds", 0.0) for r in done),
-    }
+    return CollectionSummary(
+        out_dir=out_dir,
+        seed=seed,
+        tag=tag,
+        files=[os.path.join(out_dir, t.key) for t in tasks],
+        written=len(done),
+        skipped=len(results) - len(done),
+        rollouts=sum(r["rollouts"] for r in done),
+        frames=sum(r["frames"] for r in done),
+        bytes=sum(r["bytes"] for r in done),
+        cpu_seconds=sum(r.get("cpu_seconds", 0.0) for r in done),
+        seconds=time.monotonic() - start,
+        ray=timings.get("ray", False),
+        ray_start_s=timings.get("ray_start_s"),
+        workers_ready_s=timings.get("workers_ready_s"),
+    )
 
 
 def _check_flags(

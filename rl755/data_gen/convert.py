@@ -29,6 +29,7 @@ from rl755.data_gen.shards import (
     check_positive,
     chunk,
     dataset_info,
+    record_bytes,
     split_shard_name,
     validation_indices,
     write_raw_dataset_info,
@@ -86,7 +87,7 @@ def convert_shard(
                     )
                 frames += len(r)
                 rollouts += 1
-                yield r.serialize()
+                yield record_bytes(r)
 
     sharded_io.write_tfrecord(shard_path, records(), compression)
     return {

@@ -43,6 +43,7 @@ from absl import logging
 
 from rl755 import zoo
 from rl755.common import determinism, devices, run_record, shard_checks, sharded_io, tf_setup
+from rl755.common.results import Result
 from rl755.common.structs import Rollout, parse_rollout_tensors
 from rl755.data_gen.encode_shards import (
     outer_shard_files,
@@ -224,13 +225,13 @@ def encode_raw_rollouts(
     run_flags: dict | None = None,
     deterministic: bool | None = None,
     seed: int = 0,
-) -> dict:
+) -> EncodingSummary:
     """Encodes this instance's outer shard into `num_sub_shards` files; see module docstring.
 
     Encoding draws no random numbers (posterior means) and reads its files in order;
     `deterministic` and `seed` go to `rl755.common.determinism.configure` all the same.
 
-    Returns {"out_dir", "written": [paths], "skipped": [paths], "rollouts", "frames", "seconds"}.
+    Returns an `EncodingSummary` (`summary.written`, `summary.rollouts`, ...).
     """
     tf_setup.limit_threads(num_threads)
     devices.select_gpu(gpu_index)
@@ -344,4 +345,25 @@ def encode_raw_rollouts(
                 n_frames / max(secs, 1e-9),
                 final,
             )
-    return result
+    return EncodingSummary(**result)
+
+
+@dataclasses.dataclass(frozen=True)
+class EncodingSummary(Result):
+    """What `encode_raw_rollouts` did.
+
+    Attributes:
+      out_dir: where the encoded shards are.
+      written: the sub shards written by this call.
+      skipped: the sub shards that existed already (a resumed run).
+      rollouts: rollouts encoded by this call.
+      frames: frames encoded by this call.
+      seconds: wall time of reading, encoding and writing the sub shards (not set-up).
+    """
+
+    out_dir: str
+    written: list[str]
+    skipped: list[str]
+    rollouts: int
+    frames: int
+    seconds: float

@@ -12,9 +12,17 @@ once and its policy once per task (from the picklable constructor `policy_fn`), 
 run for a policy that says it can be reused (`Policy.reusable_across_tasks`: a trained
 controller, whose networks take a while to load).
 
+Where a run goes (`use_ray`; None decides by `runs_on_ray`): a small run (`parallelism` 1, a
+single task, or at most `SMALL_RUN_FRAMES` frames, i.e. rollouts x max_steps) runs in this
+process unless a Ray session is already connected or `ray_address` is given: starting a local
+Ray cluster and its workers costs more than such a run gains from them. Rollout i is the same
+either way (a function of its seed).
+
 Parallel runs use Ray through `rl755.common.ray_pool`: a local cluster with
 `num_cpus=parallelism` by default, or an existing one with `ray_address="auto"` /
-"host:port". A task whose worker died, or that ran past `rollout_timeout` seconds per rollout,
+"host:port". Inside a Ray session that outlives the run (a notebook, a driver that collects
+several times), the workers stay up for the next run of the same environment (`keep_workers`).
+A task whose worker died, or that ran past `rollout_timeout` seconds per rollout,
 is retried on a new worker (`max_retries`); an exception raised by the policy or the
 environment stops the run at once with the worker's traceback.
 """
@@ -24,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +43,9 @@ from rl755.data_gen.episodes import MakeEnv, random_base_seed, rollout_seed, run
 from rl755.policies.base import PolicyFn, build_policy
 
 log = logging.getLogger(__name__)
+
+# Frames (rollouts x max_steps) up to which a run without a Ray session stays in this process.
+SMALL_RUN_FRAMES = 5000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +94,7 @@ class RolloutWorker:
 
     `on_ray=True` (a worker process of its own): quiet TensorFlow and one math thread, since
     there are as many workers as cores. Sinks (TFRecords) and learned policies run TF there;
-    pickle-writing workers with simple policies never load it (~0.5 GB and ~3 s less each).
+    pickle-writing workers with simple policies never load it (less memory and start-up).
     """
 
     def __init__(self, make_env: MakeEnv, on_ray: bool = False):
@@ -151,6 +163,22 @@ def _check(parallelism: int, max_steps: int, rollout_timeout: float | None, task
         raise ValueError("Task keys must be unique.")
 
 
+def runs_on_ray(
+    parallelism: int, tasks: Sequence[RolloutTask], max_steps: int, ray_address: str | None
+) -> bool:
+    """Whether a run of `tasks` (those still to do) goes to Ray when the caller leaves it open:
+    with `ray_address`, or in a connected Ray session, when it can use 2 workers; otherwise
+    only when it is larger than `SMALL_RUN_FRAMES` too."""
+    if ray_address:
+        return True
+    if parallelism == 1 or len(tasks) <= 1:
+        return False
+    ray = sys.modules.get("ray")  # a connected session implies Ray was imported
+    if ray is not None and ray.is_initialized():
+        return True
+    return sum(len(t.items) for t in tasks) * max_steps > SMALL_RUN_FRAMES
+
+
 def run_rollout_tasks(
     make_env: MakeEnv,
     policy_fn: PolicyFn,
@@ -163,14 +191,18 @@ def run_rollout_tasks(
     progress: bool = True,
     force_ray: bool = False,
     rollout_timeout: float | None = None,
+    use_ray: bool | None = None,
+    timings: dict | None = None,
 ) -> list[Any]:
     """Runs each task once; returns per-task results in task order.
 
-    A result is the task's list of Rollouts (no sink) or the sink's summary dict. With
-    `parallelism == 1` and no `ray_address` (and not `force_ray`) tasks run in this process;
-    otherwise on at most `parallelism` Ray workers (`rl755.common.ray_pool`). Tasks whose
-    output `sink.is_done` are skipped (their result is None). The progress bar counts rollouts
-    as they finish.
+    A result is the task's list of Rollouts (no sink) or the sink's summary dict. Tasks run
+    on at most `parallelism` Ray workers (`rl755.common.ray_pool`) if `use_ray` (or
+    `force_ray`) is true, or if it is None and `runs_on_ray` says so; otherwise in this
+    process. Tasks whose output `sink.is_done` are skipped (their result is None). The
+    progress bar counts rollouts as they finish. `timings`, if given, receives "ray" (True if
+    the run used Ray), and on Ray "ray_start_s" (`ray.init`, 0 when joining a session) and
+    "workers_ready_s" (from the pool's creation until its first worker answered).
 
     On Ray, a task whose worker died, or still running after `rollout_timeout` seconds per
     rollout in it (a hung environment or worker; None or 0: no limit), has its worker killed
@@ -189,7 +221,13 @@ def run_rollout_tasks(
     try:
         if not todo:
             return results
-        if parallelism == 1 and ray_address is None and not force_ray:
+        if force_ray:
+            use_ray = True
+        if use_ray is None:
+            use_ray = runs_on_ray(parallelism, [tasks[i] for i in todo], max_steps, ray_address)
+        if timings is not None:
+            timings["ray"] = bool(use_ray)
+        if not use_ray:
             worker = RolloutWorker(make_env)
             try:
                 for i in todo:
@@ -215,6 +253,7 @@ def run_rollout_tasks(
             max_retries,
             bar,
             rollout_timeout or None,
+            timings if timings is not None else {},
         )
         for i, r in zip(todo, todo_results):
             results[i] = r
@@ -237,7 +276,7 @@ def _set_bar(bar, n: int) -> None:
 
 def _run_on_ray(
     make_env, policy_fn, tasks, max_steps, parallelism, sink, ray_address, max_retries, bar,
-    rollout_timeout,
+    rollout_timeout, timings,
 ) -> list[Any]:  # fmt: skip
     import ray
 
@@ -266,6 +305,7 @@ def _run_on_ray(
         hint=hint,
         ray_address=ray_address,
         ray_num_cpus=parallelism,
+        keep_workers=True,
     ) as pool:
         # Per-rollout progress inside multi-rollout tasks comes from a tiny counter actor.
         progress_actor = None
@@ -293,6 +333,7 @@ def _run_on_ray(
         try:
             return pool.run("run", jobs, on_result=on_result, on_poll=on_poll)
         finally:
+            timings.update(ray_start_s=pool.ray_start_s, workers_ready_s=pool.first_ready_s)
             if progress_actor is not None:
                 with contextlib.suppress(Exception):
                     ray.kill(progress_actor)

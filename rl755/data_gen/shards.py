@@ -48,6 +48,13 @@ def chunk(items: Sequence, size: int) -> list[list]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
+def record_bytes(rollout) -> bytes:
+    """A `Rollout` as one TFRecord record: its SequenceExample with the map fields in key
+    order, so the same rollout gives the same bytes in every process (a plain
+    `SerializeToString` orders them by a per-process hash)."""
+    return rollout.to_sequence_example().SerializeToString(deterministic=True)
+
+
 def dataset_info(
     environment: str | None,
     observation_shape: Sequence[int],

@@ -18,6 +18,7 @@ from rl755.common import sharded_io
 from rl755.common.errors import BadInput
 from rl755.common.structs import Rollout
 from rl755.data_gen.rollout_tasks import RolloutSink, RolloutTask
+from rl755.data_gen.shards import record_bytes
 
 
 def _tfrecord_writer(path: str, compression: str):
@@ -43,7 +44,7 @@ class TFRecordShardSink(RolloutSink):
         with sharded_io.atomic_output(path) as tmp:
             with _tfrecord_writer(tmp, self.compression) as w:
                 for r in rollouts:
-                    w.write(r.serialize())
+                    w.write(record_bytes(r))
                     n += 1
                     frames += len(r)
         return {"path": path, "rollouts": n, "frames": frames, "bytes": os.path.getsize(path)}

@@ -67,7 +67,7 @@ class CarRacing(_gym_car_racing.CarRacing):
         """gymnasium's `_render` for observations ("state_pixels"), keeping the score's font.
 
         gymnasium builds a new 42-point Font every frame, and a new Font's first `render` fills
-        its glyph cache: about 1 ms a step, an eighth of one. The same steps follow, in
+        its glyph cache, every step. The same steps follow, in
         gymnasium's order and with its arguments. Other modes (videos, the window) and frames
         before the first reset are gymnasium's own.
         """

@@ -201,7 +201,7 @@ class Environments(metaclass=_EnvironmentsMeta):
             return cls._members[key]
         raise ValueError(
             f"Unknown environment {name!r}. Valid --environment values: "
-            f"{', '.join(cls.names())}. To add one, see README 'Adding an environment'."
+            f"{', '.join(cls.names())}. To add one, see docs/guides/new-environment.md."
         )
 
     @classmethod

@@ -1,4 +1,4 @@
-"""The environments rl755 knows: ONE entry each (README "Adding an environment").
+"""The environments rl755 knows: ONE entry each (docs/guides/new-environment.md).
 
 An entry names a gymnasium id (`open_ai_name`) or a class (`constructor="package.module:Class"`,
 old gym API adapted), what `make()` returns, and the model sizes that differ from World Models'

@@ -149,5 +149,5 @@ def flag_hint() -> str:
         "--cpus=STAGE=1 --gpus=STAGE=0 --time=STAGE=1:00:00 (or without STAGE= for every "
         "stage), --partition / --gpu_partition, or describe your cluster once in the rl755 "
         'config file ("slurm": {"partition": ..., "gpu_partition": ..., "stages": {...}}; '
-        "see the README's SLURM section)."
+        "see docs/guides/slurm.md)."
     )

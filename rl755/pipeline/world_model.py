@@ -56,7 +56,7 @@ def _has_weights(model_dir: str) -> bool:
 
 def find_world_model(preset: str = "demo", run_dir: str | None = None, load: bool = True):
     """The trained models of a pipeline preset's names (CarRacing for "demo"), from
-    1. the registry: `<models_dir>/<env>/<name>/` of the user's settings (README "Configs"),
+    1. the registry: `<models_dir>/<env>/<name>/` of the user's settings (docs/getting-started/configuration.md),
     else 2. the preset's pipeline output, `run_dir` (default `runs/<preset>` in the repository),
     whose data and models directories then become this process's RL755_DATA_DIR and
     RL755_MODELS_DIR (as `pipeline.run_local` does), so every registry name resolves there,
@@ -112,5 +112,6 @@ def find_world_model(preset: str = "demo", run_dir: str | None = None, load: boo
         f"No trained {env.name} encoder {p.encoder_name} and sequential model "
         f"{p.sequential_name} (looked in {looked}; none shipped for preset {preset!r}). Train "
         f"them with `make demo` (about 15 minutes on 2 cores; writes {run_dir}), or point "
-        "RL755_MODELS_DIR (README 'Configs') at a models directory that has them."
+        "RL755_MODELS_DIR (docs/getting-started/configuration.md) at a models directory that "
+        "has them."
     )

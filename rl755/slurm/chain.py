@@ -5,7 +5,7 @@
     from rl755.slurm.sbatch import Resources
 
     stages = [
-        Stage("collect", "scripts/data_gen/car_racing/parallel_rollout_main.py",
+        Stage("collect", "scripts/data_gen/collect_rollouts.py",
               {"num_rollouts": 1000, "out_dir": raw_dir, ...},
               Resources(cpus=8, mem="32G", time="8:00:00"),
               array=ArraySpec(num_tasks=10, split=("num_rollouts",))),

@@ -6,7 +6,7 @@ A stage script is an absl script (`scripts/...py --flag=value ...`). `launch` ru
     from rl755.slurm.sbatch import Resources
 
     # 100 rollouts split over 4 array tasks (25 each) into one out_dir:
-    launch("scripts/data_gen/car_racing/parallel_rollout_main.py",
+    launch("scripts/data_gen/collect_rollouts.py",
            {"num_rollouts": 100, "parallelism": 4, "out_dir": "/data/raw"},
            resources=Resources(cpus=4, mem="16G", time="8:00:00"),
            array=ArraySpec(num_tasks=4, split=("num_rollouts",)))

@@ -9,8 +9,8 @@ Each row (`ZooModel`) names a model, its environment, kind (encoder | sequential
 controller), catalogue model and exact training flags; loading is lazy. The names are the
 values of `--encoder=`, `--sequential_model=`, `--saved_controller=` and of encode's
 `--model=`; unknown names fail at once, listing the valid ones. For the seed's environments,
-`rl755.models.<env>.saved_models.<name>()` is the same function (generated here, docstring
-included); a new environment needs no file.
+`rl755.models.<env>.saved_models.<name>()` is the same loader (generated from the rows by
+rl755.zoo.saved_source, docstring included); a new environment needs no file.
 
 The zoo imports only rl755.common and rl755.environments: it is data, so any layer may read
 it; the loaders (models, controller) are imported by name when a model is loaded.
@@ -80,8 +80,8 @@ def get(environment: Environment | str, name: str, kind: str | None = None) -> Z
 
 
 def saved_model_functions(environment: Environment | str, module: str) -> dict[str, Callable]:
-    """{name: no-argument loader} of one environment, as functions of `module` (the
-    saved_models shims `globals().update(...)` this), each with its row's docstring."""
+    """{name: no-argument loader} of one environment, as functions of `module`, each with its
+    row's docstring (the saved_models modules are written out by rl755.zoo.saved_source)."""
 
     def function(row: ZooModel) -> Callable:
         def load():
@@ -96,5 +96,5 @@ def saved_model_functions(environment: Environment | str, module: str) -> dict[s
 
 
 def readme_tables() -> str:
-    """The README's "Existing models and datasets" tables (scripts/dev/zoo_table.py)."""
+    """The zoo tables of docs/guides/zoo.md (scripts/dev/zoo_table.py)."""
     return readme.tables(MODELS)

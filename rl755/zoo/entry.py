@@ -5,7 +5,8 @@ A row holds what cannot be derived: the model's name (its function name in
 environment and kind, the catalogue model it instantiates, the EXACT flags it was trained
 with, and one line (plus optional notes) on what it is. From the row come: the training
 command (`train_command`), the docstring of its saved_models function (`docstring`), the
-"train it first with ..." message of a missing model, the README table rows, and for encoders
+"train it first with ..." message of a missing model, the zoo tables of docs/guides/zoo.md,
+and for encoders
 the name of the dataset of rollouts they encoded (`dataset`, CamelCase of the name).
 
 Loading is lazy: `row()` / `row.load()` imports the loader named for its kind (a
@@ -64,7 +65,7 @@ class ZooModel:
       kind: "encoder", "sequential" or "controller".
       model: the rl755.models.catalogue name (`--model=`); None for controllers.
       flags: the exact training flags besides --environment, --model and --model_dir.
-      summary: one line on what it is (README table, first docstring line).
+      summary: one line on what it is (docs/guides/zoo.md's table, first docstring line).
       notes: more docstring text: data, results, history.
       resumes_from: the zoo model whose directory was copied and resumed to make this one.
     """

@@ -1,8 +1,8 @@
 """The trained models rl755 knows: one `ZooModel` row each (flags exactly as they were run).
 
 Add a row after training a model worth keeping; its saved_models function, "train it first"
-message, dataset name (encoders) and README table row follow from it
-(`python scripts/dev/zoo_table.py --write` updates the README).
+message, dataset name (encoders) and table row of docs/guides/zoo.md follow from it
+(`python scripts/dev/zoo_table.py --write` updates the page).
 """
 
 from __future__ import annotations
@@ -132,8 +132,11 @@ MODELS: tuple[ZooModel, ...] = (
         "--sequence_length=32 --learning_rate=1e-3 --save_every_n_steps=500 "
         "--sample_observations",
         "the `make demo` MDN-RNN (LSTM 256, 5 Gaussians) of seed 0: 1,500 steps of 16 x 32 "
-        "on the rollouts encoded by raw_rollout_vae_32ld_demo; ships in the repository",
-        notes="Trained by `python scripts/pipeline.py --preset=demo --seed=0` (its stage 4).",
+        "on the demo's rollouts encoded by its VAE (raw_rollout_vae_32ld_demo, which the "
+        "demo's run directory names raw_rollout_vae_32ld, hence the dataset "
+        "RawRolloutVae32ld); ships in the repository",
+        notes="Trained by `python scripts/pipeline.py --preset=demo --seed=0` (its stage 4), "
+        "inside that run's directory, where the encoded dataset is RawRolloutVae32ld.",
     ),
     ZooModel(
         "raw_rollout_vae_32ld_750",
@@ -142,13 +145,13 @@ MODELS: tuple[ZooModel, ...] = (
         "vae.Vae",
         "--train_steps=4000 --batch_size=100 --representation_size=32 --save_every_n_steps=500 "
         "--obs_sampled_per_rollout=100 --learning_rate=1e-3",
-        "ConvVAE (Z = 32) on 750 HastingsRandomPolicy rollouts of 1,000 steps: issue #12's "
-        "second CarRacing world model, 19x the demo's frames",
+        "ConvVAE (Z = 32) on 750 HastingsRandomPolicy rollouts of 1,000 steps: a second "
+        "CarRacing world model, 19x the demo's frames",
         notes="Collected by collect_rollouts.py --environment=CAR_RACING "
         "--policy=HastingsRandomPolicy --max_steps=1000 --out_format=tfrecord, 500 rollouts at "
         "--seed=755 and 250 at --seed=756 into the default raw_rollouts dir. Ships in the "
-        'repository, so the real-environment run on it resumes anywhere (README "CarRacing-v3" '
-        "under Results has where it stands).",
+        "repository, so the real-environment run on it resumes anywhere "
+        "(experiments/car_racing/real_controller_750/README.md has where it stands).",
     ),
     ZooModel(
         "mdn_rnn_with_heads_vae_32ld_750",
@@ -172,10 +175,10 @@ MODELS: tuple[ZooModel, ...] = (
         "--cma_trials_per_member=4 --cma_generations=100 --rollout_max_steps=1000 --sigma=0.1 "
         "--eval_every=5 --eval_episodes=8 --parallelism=2 --select_episodes=16 --select_top=4 "
         "--initial_params=runs/demo/models/car_racing/linear_controller_vae_mdn_rnn",
-        "issue #12's first CarRacing agent (shipped as real_controller until 2026-12-04): "
-        "LinearController on [z, h] of the demo's models, CMA-ES in the real environment, "
-        "4 x 4 episodes of 1,000 steps, from `make demo`'s controller; real_controller "
-        "starts from it",
+        "the first CarRacing agent, shipped as real_controller before it: LinearController "
+        "on [z, h] of the demo's models, CMA-ES in the real environment, 4 x 4 episodes of "
+        "1,000 steps x 100 generations, from `make demo`'s controller; real_controller starts "
+        "from it; ships in the repository",
         notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
         "--environment=CAR_RACING --saved_controller=real_controller_p4 --num_episodes=100 "
         "--seed=1000: 774.0 +- 161.2 (650.3 +- 252.3 after 40 generations). "
@@ -194,7 +197,7 @@ MODELS: tuple[ZooModel, ...] = (
         "--cma_trials_per_member=4 --cma_generations=26 --rollout_max_steps=1000 --sigma=0.03 "
         "--eval_every=5 --eval_episodes=8 --parallelism=2 --select_episodes=16 --select_top=4 "
         "--initial_params=rl755/zoo/shipped/car_racing/real_controller_p4",
-        "issue #12's CarRacing agent: real_controller_p4 trained on by CMA-ES in the real "
+        "the CarRacing agent: real_controller_p4 trained on by CMA-ES in the real "
         "environment with population 8 x 4 episodes of 1,000 steps and sigma0 0.03 (26 "
         "generations), the demo's encoder and MDN-RNN; ships in the repository",
         notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
@@ -256,7 +259,7 @@ MODELS: tuple[ZooModel, ...] = (
         "LinearController on [z, h], CMA-ES in the fake environment (the pipeline's `tiny` "
         "preset)",
     ),
-    # ---- DOOM_TAKE_COVER (README "World Models' DoomTakeCover at small scale") -----------------
+    # ---- DOOM_TAKE_COVER (experiments/doom_take_cover/small_scale/README.md) -------------------
     ZooModel(
         "raw_rollout_vae_64ld",
         "DOOM_TAKE_COVER",
@@ -269,8 +272,8 @@ MODELS: tuple[ZooModel, ...] = (
         "`<data_dir>/doom_take_cover/raw_rollouts/rollouts-train*.tfrecord-*`, collect seed "
         "755) and stopped at step 3000 of 6000 (model-006, 300k frames seen): validation loss "
         "41.7. The rows mdn_rnn_64ld and mdn_rnn_64ld_end_weighted were trained on the "
-        "encodings of an earlier 1500-step VAE of this name on 400 rollouts (README "
-        '"World Models\' DoomTakeCover at small scale").',
+        "encodings of an earlier 1500-step VAE of this name on 400 rollouts "
+        "(experiments/doom_take_cover/small_scale/README.md).",
     ),
     ZooModel(
         "mdn_rnn_64ld",
@@ -282,8 +285,9 @@ MODELS: tuple[ZooModel, ...] = (
         notes="Its done head (unweighted, presets.mdn_rnn_done_pos_weight = 1) was trained on "
         "slices that started only where a whole slice fit and predicted 0.0004 per step "
         "against a real hazard of 0.0038; the same command with today's sampler (slices start "
-        "anywhere; README's `mdn_rnn_64ld_sliced`) gives 0.0033. README \"World Models' "
-        'DoomTakeCover at small scale" has what dream-trained controllers do with them.',
+        "anywhere; the experiment's `mdn_rnn_64ld_sliced`) gives 0.0033. "
+        "experiments/doom_take_cover/small_scale/README.md has what dream-trained controllers "
+        "do with them.",
     ),
     ZooModel(
         "mdn_rnn_64ld_end_weighted",
@@ -307,9 +311,10 @@ MODELS: tuple[ZooModel, ...] = (
         "--slice_start=episode_start --save_every_n_steps=500",
         "MDN-RNN (LSTM 512, 5 Gaussians per latent dimension, reward and unweighted "
         "episode-end heads) trained on whole episodes (slices of 500 from each episode's start)",
-        notes="Trained on the encodings of raw_rollout_vae_64ld (3,200 rollouts); a resumable "
-        'run in progress (README "Scaled up" under DoomTakeCover has its checkpoints\' '
-        "measures).",
+        notes="Trained on the encodings of raw_rollout_vae_64ld (3,200 rollouts) and stopped at "
+        "step 1000 of 3000: the shipped checkpoint is step 1000, and rerunning the command "
+        "resumes toward 3000 (mdn_rnn_64ld_hold continued it instead). The measures of its "
+        "checkpoints: experiments/doom_take_cover/small_scale/README.md.",
     ),
     ZooModel(
         "mdn_rnn_64ld_hold",
@@ -343,7 +348,7 @@ MODELS: tuple[ZooModel, ...] = (
         "--done_threshold=0 --cma_population_size=16 --cma_trials_per_member=8 "
         "--cma_generations=40 --rollout_max_steps=2100 --dream_initial_states=64 "
         "--eval_every=0 --parallelism=0 --seed=755",
-        "issue #12's first DoomTakeCover agent to beat random: LinearController on [z, h, c] "
+        "the first DoomTakeCover agent to beat random: LinearController on [z, h, c] "
         "trained only inside mdn_rnn_64ld_episodes at temperature 1.15; ships in the repository",
         notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
         "--environment=DOOM_TAKE_COVER --saved_controller=dream_controller_episodes "
@@ -352,7 +357,7 @@ MODELS: tuple[ZooModel, ...] = (
         "survived (random: 213.2 +- 94.4). Shipped as dream_controller until dream_controller (on "
         "mdn_rnn_64ld_hold) passed 750. Trained on "
         "mdn_rnn_64ld_episodes at step 1000 of 3000 with Bernoulli episode ends "
-        '(--done_threshold=0); README "Scaled up" under DoomTakeCover.',
+        "(--done_threshold=0); experiments/doom_take_cover/small_scale/README.md.",
     ),
     ZooModel(
         "dream_controller",
@@ -365,15 +370,15 @@ MODELS: tuple[ZooModel, ...] = (
         "--cma_generations=40 --rollout_max_steps=2100 --dream_initial_states=64 "
         "--eval_every=5 --eval_episodes=64 --eval_in=dream --select_episodes=256 --select_top=4 "
         "--parallelism=0 --seed=755",
-        "issue #12's DoomTakeCover agent: LinearController on [z, h, c] trained and chosen only "
+        "the DoomTakeCover agent: LinearController on [z, h, c] trained and chosen only "
         "inside the MDN-RNN at temperature 1.15, as in the paper; ships in the repository",
         notes="Reproduce its score with no training: python scripts/models/evaluate_controller.py "
         "--environment=DOOM_TAKE_COVER --saved_controller=dream_controller --num_episodes=100 "
-        "--seed=1000 (its shipped encoder and MDN-RNN come with it): 824.5 +- 459.7 steps "
+        "--seed=1000 (its shipped encoder and MDN-RNN come with it): 824.5 +- 459.6 steps "
         "survived (random: 213.2 +- 94.4; the task's goal: 750). Trained on "
         "mdn_rnn_64ld_hold, whose data shows staying at both walls; every evaluation and the "
         "final choice (the 4 best-evaluated candidates on 256 new dreams) played dreams, no "
-        'real episode (README "Scaled up" under DoomTakeCover).',
+        "real episode (experiments/doom_take_cover/small_scale/README.md).",
     ),
     # ---- BREAKOUT ------------------------------------------------------------------------------
     ZooModel(

@@ -32,7 +32,18 @@ tf_setup.quiet()
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("num_rollouts", None, "Number of rollouts to collect (exactly this many).")
-flags.DEFINE_integer("parallelism", 1, "Rollouts run at once (Ray workers); 1 runs in-process.")
+flags.DEFINE_integer(
+    "parallelism",
+    1,
+    "Rollouts run at once (Ray workers); 1 runs in-process, and so does a run of at most "
+    "5,000 frames (num_rollouts x max_steps) unless --ray_address or --use_ray is given.",
+)
+flags.DEFINE_bool(
+    "use_ray",
+    None,
+    "Run on --parallelism Ray workers (true) or in this process (false); default: "
+    "see --parallelism.",
+)
 flags.DEFINE_integer("max_steps", 1000, "Step limit per rollout (episodes may end earlier).")
 flags.DEFINE_string(
     "out_dir",
@@ -106,7 +117,7 @@ def main(argv):
     del argv
     from rl755.common import run_record
     from rl755.common.errors import BadInput
-    from rl755.data_gen.collect import collect_rollouts, parse_policy_kwargs
+    from rl755.data_gen.collect import collect_rollouts, parse_policy_kwargs, timing_line
 
     try:
         summary = collect_rollouts(
@@ -130,18 +141,20 @@ def main(argv):
             policy_kwargs=parse_policy_kwargs(FLAGS.policy_kwargs),
             run_flags=run_record.flags_dict(),
             deterministic=FLAGS.deterministic,
+            use_ray=FLAGS.use_ray,
         )
     except BadInput as e:
         raise app.UsageError(str(e)) from e
     logging.info(
-        "Wrote %d files (%d rollouts, %d frames, %.1f MB) to %s; skipped %d existing; seed %d.",
-        summary["written"],
-        summary["rollouts"],
-        summary["frames"],
-        summary["bytes"] / 1e6,
-        summary["out_dir"],
-        summary["skipped"],
-        summary["seed"],
+        "Wrote %d files (%d rollouts, %d frames, %.1f MB) to %s; skipped %d existing; seed %d. %s",
+        summary.written,
+        summary.rollouts,
+        summary.frames,
+        summary.bytes / 1e6,
+        summary.out_dir,
+        summary.skipped,
+        summary.seed,
+        timing_line(summary),
     )
 
 

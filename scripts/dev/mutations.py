@@ -552,7 +552,7 @@ MUTATIONS = [
     ),
     dict(
         name="ray_start_timeout_raw",
-        file="rl755/common/ray_pool.py",
+        file="rl755/common/ray_session.py",
         old="            if attempt == START_ATTEMPTS:",
         new="            if attempt > START_ATTEMPTS:",
         tests=("tests/test_ray_pool.py::test_start_ray_retries_a_local_start_that_timed_out",),
@@ -608,6 +608,32 @@ MUTATIONS = [
         new='    if op_determinism_enabled():\n        return {"deterministic": deterministic}\n',
         tests=(f"{DATASETS}::test_random_samplers_under_determinism_log_no_tf_data_rewrite_error",),
         what="sequential random maps get `deterministic`, and tf.data warns it has no effect",
+    ),
+    dict(
+        name="shard_bytes_depend_on_the_process",
+        file="rl755/data_gen/shards.py",
+        old="SerializeToString(deterministic=True)",
+        new="SerializeToString()",
+        tests=(
+            f"{ROLLOUTS}::test_same_seed_gives_the_same_shard_bytes_in_this_process_and_on_ray",
+        ),
+        what="the same rollouts give other shard bytes on Ray than in one process",
+    ),
+    dict(
+        name="small_run_starts_ray",
+        file="rl755/data_gen/rollout_tasks.py",
+        old="* max_steps > SMALL_RUN_FRAMES",
+        new="* max_steps >= SMALL_RUN_FRAMES",
+        tests=(f"{ROLLOUTS}::test_small_runs_stay_in_this_process",),
+        what="a run of exactly SMALL_RUN_FRAMES frames starts a Ray cluster",
+    ),
+    dict(
+        name="kept_workers_never_taken",
+        file="rl755/common/ray_session.py",
+        old="take = actors[:n] if key is not None and key == kind else []",
+        new="take = []",
+        tests=("tests/test_ray_pool.py::test_kept_workers_serve_the_next_pool_of_their_kind_only",),
+        what="every run in one Ray session starts new workers (imports and envs again)",
     ),
     dict(
         name="worker_rebuilds_reusable_policy",

@@ -66,12 +66,12 @@ def main(argv):
         run_flags=run_record.flags_dict(),
         deterministic=FLAGS.deterministic,
     )
-    line = f"{result['mean']:.2f} +- {result['std']:.2f} over {result['num_episodes']} episodes"
-    if "random_policy" in result:
-        rnd = result["random_policy"]
-        line += f" (random policy: {rnd['mean']:.2f} +- {rnd['std']:.2f})"
+    line = f"{result.mean:.2f} +- {result.std:.2f} over {result.num_episodes} episodes"
+    if result.random_policy is not None:
+        rnd = result.random_policy
+        line += f" (random policy: {rnd.mean:.2f} +- {rnd.std:.2f})"
     print(line)
-    print(f"Wrote {result['out_dir']}/evaluation.json and episode.gif")
+    print(f"Wrote {result.out_dir}/evaluation.json and episode.gif")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@
         --context_frames=2 --noise_size=8 --train_steps=3000 --batch_size=16 \
         --adversarial_weight=0.05
 
-Compare them: scripts/models/evaluate_infilling_unet.py. README: "An infilling U-Net with a
-GAN loss". Library: rl755.models.unet.train.train_infilling_unet.
+Compare them: scripts/models/evaluate_infilling_unet.py. Docs: docs/research/unet.md.
+Library: rl755.models.unet.train.train_infilling_unet.
 """
 
 from absl import app, flags

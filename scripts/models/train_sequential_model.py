@@ -5,13 +5,13 @@
         --model_dir=$HOME/rl755_models/car_racing/mdn_rnn --train_steps=20000 \
         --batch_size=100 --sequence_length=32 --learning_rate=1e-3
 
-Infilling (README section 4): --model=transformer.small_infilling_transformer --task=mixed.
+Infilling (docs/research/infilling.md): --model=transformer.small_infilling_transformer --task=mixed.
 Retrieval: --model=transformer.small_retrieval_transformer builds its index of the training
 rollouts in <model_dir>/retrieval_index first (resumable).
 
 Uses every visible GPU (MirroredStrategy); under `srun` with several tasks, every task
-joins one MultiWorkerMirroredStrategy (TF's SlurmClusterResolver). See README section 4.
-Library: rl755.models.sequential.train.train_sequential_model.
+joins one MultiWorkerMirroredStrategy (TF's SlurmClusterResolver). See
+docs/stages/train-sequential.md. Library: rl755.models.sequential.train.train_sequential_model.
 """
 
 from absl import app, flags

@@ -161,7 +161,7 @@ class RolloutDatasetBuilder(abc.ABC):
 
     # ---- internals ----------------------------------------------------------------------------
     def _missing_data_hint(self) -> str:
-        return "Create the dataset first (see README 'Running experiments')."
+        return "Create the dataset first (see docs/stages/index.md)."
 
     def _dataset_dirs(self, files: list[str]) -> list[str]:
         return sorted({os.path.dirname(f) for f in files})
@@ -233,7 +233,7 @@ class RawImageRolloutDatasetBuilder(RolloutDatasetBuilder):
 
     def _missing_data_hint(self) -> str:
         return (
-            "Collect rollouts first: python scripts/data_gen/car_racing/parallel_rollout_main.py "
+            "Collect rollouts first: python scripts/data_gen/collect_rollouts.py "
             f"--environment={self.environment.name} --out_format=tfrecord ..."
         )
 

@@ -80,8 +80,8 @@ class SequentialModel(keras.Model, abc.ABC):
     @property
     def xla_training(self) -> bool:
         """True when the trainer should compile the model's loss and gradients with XLA
-        (`fit_sequential_model(jit_compile=None)`): measured faster and giving the same
-        losses. False by default."""
+        (`fit_sequential_model(jit_compile=None)`), giving the same losses. False by
+        default."""
         return False
 
     @property

@@ -26,7 +26,7 @@ def train_command(
         "python scripts/models/train_obs_encoder.py "
         f"--environment={env.name} --model={model_name} --model_dir={model_dir} "
         f"--representation_size={representation_size} --train_steps=... "
-        "(README, stage 2)"
+        "(docs/stages/train-encoder.md)"
     )
 
 

@@ -42,6 +42,7 @@ from absl import logging
 
 from rl755.common import checkpoints, determinism, run_record, shard_checks, sharded_io, tf_setup
 from rl755.common.errors import NonFiniteLossError  # noqa: F401  (re-exported)
+from rl755.common.results import Result
 from rl755.common.structs import Rollout
 from rl755.common.tensorboard import TrainingLogs
 from rl755.data import registry
@@ -55,8 +56,16 @@ NUM_IMAGES_IN_PNG = 8
 
 
 @dataclasses.dataclass
-class TrainResult:
-    """What a training run did: the final step and checkpoint, and the losses it saw."""
+class TrainResult(Result):
+    """What a stage-2 training run did (`train_obs_encoder`).
+
+    Attributes:
+      step: the step it ended at (counting earlier runs of the model dir).
+      checkpoint: the newest checkpoint's weights file, or None.
+      train_losses: the mean training loss of each save period of this run.
+      validation_losses: the validation loss at each save of this run.
+      already_done: True when the model dir was trained as far as asked (nothing ran).
+    """
 
     step: int
     checkpoint: str | None
@@ -128,7 +137,7 @@ def check_raw_rollouts(builder, split: str, environment: Environments) -> list[s
     if first is None:
         raise ValueError(
             f"The '{split}' shards ({len(files)} files, e.g. {files[0]}) hold no rollouts. "
-            "Collect rollouts first (README, stage 1)."
+            "Collect rollouts first (docs/stages/collect.md)."
         )
     shape = tuple(np.shape(first.obs_l[0]))
     dtype = np.asarray(first.obs_l[0]).dtype
@@ -182,8 +191,9 @@ def train_obs_encoder(
       validation_steps: batches of the validation split per save; 0 = no validation.
       rollouts_pattern: glob with "{split}" overriding RawRollouts' location.
       num_threads: TF thread pools (None: TF default).
-      seed, deterministic: `rl755.common.determinism.configure` (weights' initial values,
-        frame sampling and shuffling, the VAE's posterior samples); None: on without a GPU.
+      seed: seeds the weights' initial values, frame sampling and shuffling, and the VAE's
+        posterior samples (`rl755.common.determinism.configure`).
+      deterministic: TensorFlow op determinism; None: on without a GPU.
       run_flags: flags for the run record and TensorBoard (default: the arguments).
     """
     for name, value in dict(

@@ -14,7 +14,7 @@
 tf.function and in a `tf.while_loop` (a dream), on CPU; it is not XLA-compilable. Queries
 where `real` is 0 (padding) are not searched. faiss runs single-threaded here (set in the
 searching thread: OpenMP's setting is per thread): deterministic, and no OpenMP threads spinning
-beside TensorFlow's (with TensorFlow on one thread they made a 10,000-window step ~4x dearer).
+beside TensorFlow's.
 """
 
 from __future__ import annotations

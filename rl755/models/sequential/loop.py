@@ -30,9 +30,8 @@ keeps one core busy and leaves the other idle. The parts' loss sums and counts a
 before the division, so the loss and gradients are the same computation as one whole batch's
 (equal to float rounding, tested). With XLA the gradients are taken inside the compiled call
 too (each part's share of the loss over the global counts: the loss is linear in the parts'
-sums). At the World Models MDN-RNN's 16 x 32 on 2 cores the trainer steps ~1.3x faster
-than with one whole-batch call and the gradient outside it (README "Benchmarks").
-`batch_shards=1` keeps one call.
+sums). Its speed against one whole-batch call: docs/benchmarks.md. `batch_shards=1` keeps
+one call.
 
 Optimizer: Adam at `learning_rate`, by default constant. World Models' MDN-RNN settings are
 `learning_rate_decay=0.99999, min_learning_rate=1e-5, clip_norm=1.0`: the rate of the update
@@ -72,11 +71,11 @@ from rl755.common.errors import NonFiniteLossError
 from rl755.common.tensorboard import StepMeans, TrainingLogs
 from rl755.models.common.sequential import SequentialModel
 from rl755.models.sequential import tasks
+from rl755.models.sequential.results import TrainingResult
 
 GRADIENT_NORM = "_gradient_norm"  # (carried beside the loss terms out of the replicas)
 
-#: Automatic batch shards: at most this many, of at least this many sequences each (only 2
-#: parts on 2 cores were measured; more cores are taken up to this bound).
+#: Automatic batch shards: at most this many, of at least this many sequences each.
 MAX_AUTO_SHARDS = 8
 MIN_SHARD_SEQUENCES = 4
 
@@ -201,7 +200,7 @@ def fit_sequential_model(
     min_learning_rate: float = 0.0,
     clip_norm: float = 0.0,
     batch_shards: int | None = None,
-) -> dict:
+) -> TrainingResult:
     """Trains until `train_steps` steps in total (resuming from model_dir's newest checkpoint).
 
     `initial_weights`: a sequential model's dir (a training run's model_dir, or a shipped
@@ -215,10 +214,7 @@ def fit_sequential_model(
     `learning_rate_decay`, `min_learning_rate`, `clip_norm`: the module docstring's optimizer
     (defaults: a constant rate, no clipping). `batch_shards`: parts of each replica's batch
     run in parallel (module docstring; None: `choose_batch_shards`).
-    Returns {"start_step", "step", "replicas", "batch_shards", "train_losses": [per-step loss of this run],
-    "step_seconds": [wall time of each step], "learning_rate": the rate of the next update,
-    "gradient_norms": [each step's global gradient norm before clipping] (with `clip_norm`),
-    "last_terms": {term: value}, "validation": {term: value} (last), "checkpoint": path}.
+    Returns a `TrainingResult` (rl755.models.sequential.results).
     Raises NonFiniteLossError at the first non-finite loss."""
     for name, value in dict(
         train_steps=train_steps, batch_size=batch_size, save_every_n_steps=save_every_n_steps
@@ -293,14 +289,13 @@ def fit_sequential_model(
     last_path = last.weights_path if last else None
     if start_step >= train_steps:
         logging.info("Already trained for %d >= %d steps; nothing to do.", start_step, train_steps)
-        return {
-            "start_step": start_step,
-            "step": start_step,
-            "train_losses": [],
-            "last_terms": {},
-            "validation": {},
-            "checkpoint": last_path,
-        }
+        return TrainingResult(
+            start_step=start_step,
+            step=start_step,
+            train_losses=[],
+            validation={},
+            checkpoint=last_path,
+        )
 
     # Reseed per resume so a resumed run does not replay the same data order.
     tf.random.set_seed(seed + start_step)
@@ -503,7 +498,7 @@ def fit_sequential_model(
         logs.close()
     result["step"] = step
     result["learning_rate"] = float(optimizer.learning_rate)
-    return result
+    return TrainingResult(**result)
 
 
 def usable_cores() -> int:

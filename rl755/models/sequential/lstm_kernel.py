@@ -11,9 +11,9 @@ the cost on a CPU: Keras runs one generic cell per step in a while loop and Tens
 differentiates that loop op by op; here the input projection of all steps is one matrix
 product, the loop does one [B, U] x [U, 4U] product and a few element-wise ops per step, and
 the backward loop (written out below, cuDNN's scheme) does one [B, 4U] x [4U, U] product per
-step, the weight gradients being three large products over all steps at the end. About 2x
-faster than Keras' loop on 2 CPU cores for the World Models MDN-RNN (LSTM 256, 16 x 32),
-with gradients equal to float rounding (tests/test_sequential_models.py).
+step, the weight gradients being three large products over all steps at the end. Its
+gradients equal Keras' to float rounding (tests/test_sequential_models.py); its speed is
+measured in benchmarks/sequential_training.py.
 """
 
 from __future__ import annotations

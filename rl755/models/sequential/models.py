@@ -108,8 +108,8 @@ class HeadedSequentialModel(SequentialModel):
 
     @property
     def xla_training(self) -> bool:
-        """True with an LSTM backbone on its CPU kernel (1.2-1.6x faster training at
-        16 x 32 on CPUs, benchmarks/sequential_training.py); cuDNN's LSTM does not compile."""
+        """True with an LSTM backbone on its CPU kernel (its speed:
+        benchmarks/sequential_training.py); cuDNN's LSTM does not compile."""
         return bool(getattr(self.backbone, "compiles_with_xla", False))
 
     @property

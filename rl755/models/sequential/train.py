@@ -25,6 +25,7 @@ from rl755.common import checkpoints, determinism, devices, run_record, tf_setup
 from rl755.environments import Environments
 from rl755.models.common.sequential import SequentialModel
 from rl755.models.sequential import loop
+from rl755.models.sequential.results import TrainingResult
 
 
 # ---- names -------------------------------------------------------------------------------------
@@ -71,7 +72,7 @@ def train_sequential_model(
     min_learning_rate: float = 0.0,
     clip_norm: float = 0.0,
     batch_shards: int | None = None,
-) -> dict:
+) -> TrainingResult:
     """What scripts/models/train_sequential_model.py runs: resolves the names strictly,
     checks that the dataset's Z and A match the model's (before any training), records the
     run in `<model_dir>/runs/` and trains (`loop.fit_sequential_model`).
@@ -87,8 +88,7 @@ def train_sequential_model(
     (`fit_sequential_model`). `learning_rate_decay`, `min_learning_rate`, `clip_norm`: Adam's
     schedule and gradient clipping (`fit_sequential_model`; defaults: constant, none).
     `batch_shards`: parts of each replica's batch run in parallel (`fit_sequential_model`;
-    None: by cores). Returns
-    `fit_sequential_model`'s result."""
+    None: by cores). Returns `fit_sequential_model`'s `TrainingResult`."""
     from rl755.data.common.rollout_datasets import EncodedRolloutDatasetBuilder
     from rl755.models.sequential import tasks
 
