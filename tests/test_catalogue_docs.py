@@ -65,3 +65,45 @@ def test_the_guide_shows_the_example_file_as_it_is():
         assert shown == f.read()
     registration = shown[shown.index("\nregister(") :].strip().splitlines()
     assert len(registration) <= 5  # the worked example registers in at most 5 lines
+
+
+def _fake_commands(script: str) -> list[tuple[str, str]]:
+    """(page, command) for every FAKE_PIXELS command of `script` in the docs' code blocks
+    (backslash continuations joined)."""
+    import glob
+    import re
+
+    out = []
+    for page in sorted(glob.glob(os.path.join(REPO, "docs", "**", "*.md"), recursive=True)):
+        with open(page) as f:
+            text = f.read()
+        for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+            for command in block.replace("\\\n", " ").splitlines():
+                if script in command and "--environment=FAKE_PIXELS" in command:
+                    out.append((os.path.relpath(page, REPO), " ".join(command.split())))
+    return out
+
+
+def test_the_docs_fake_commands_read_the_dataset_their_encode_commands_write():
+    import re
+
+    from rl755.data import registry as data_registry
+    from rl755.data_gen.encode_shards import resolve_out_dir
+
+    written = set()
+    for _page, command in _fake_commands("encode_raw_rollouts"):
+        flags = dict(re.findall(r"--(\w+)=(\S+)", command))
+        out_dir = resolve_out_dir("FAKE_PIXELS", flags["model"], flags.get("model_dir"), None)
+        subdirs = {
+            cls.SUBDIR: name
+            for name, cls in data_registry.encoded_rollouts_classes("FAKE_PIXELS").items()
+        }
+        written.add(subdirs[os.path.basename(out_dir)])
+    assert written == {"RawRolloutVae4ld"}
+    read = {
+        (page, re.search(r"--rollouts_dataset=(\S+)", command).group(1))
+        for script in ("train_sequential_model", "evaluate_world_model")
+        for page, command in _fake_commands(script)
+        if "--rollouts_dataset=" in command
+    }
+    assert len(read) >= 4 and {name for _, name in read} == written, sorted(read)
