@@ -44,8 +44,9 @@ def write_encoded_dataset(directory, rollouts_per_split=4, steps=12, seed=0, z=Z
     return directory
 
 
-def fixed_slices(n=8, length=6, seed=0, z=Z, a=A, poison=False):
-    """A deterministic in-memory dataset_fn: the same n slices, repeated, in order."""
+def fixed_slices(n=8, length=6, seed=0, z=Z, a=A, poison=False, rollout_ids=False):
+    """A deterministic in-memory dataset_fn: the same n slices, repeated, in order (with a
+    "rollout_id" each when `rollout_ids`, for models that need them)."""
     rng = np.random.default_rng(seed)
     data = {
         "inputs": rng.normal(size=(n, length, z + a)).astype(np.float32),
@@ -59,6 +60,8 @@ def fixed_slices(n=8, length=6, seed=0, z=Z, a=A, poison=False):
     data["target_mask"][1, -3:] = 0.0
     if poison:
         data["targets"][:] = np.inf
+    if rollout_ids:
+        data["rollout_id"] = np.arange(n, dtype=np.int64)
 
     def dataset_fn(split):
         del split

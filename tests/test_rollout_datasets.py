@@ -291,3 +291,29 @@ def test_representation_size_missing_is_explained(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="encode_raw_rollouts.py"):
         Nowhere().representation_size()
+
+
+def test_missing_encoded_shards_name_the_flags_and_the_directories_found(tmp_path):
+    """Stage 4 on a dataset name with no shards: the error names --rollouts_dataset for each
+    encoded directory that is there, and --rollouts_pattern for any directory."""
+    from sequential_helpers import train_tiny, write_encoded_dataset
+
+    def error():
+        with pytest.raises(FileNotFoundError) as e:
+            train_tiny(tmp_path / "model", 2, "lstm.deterministic_lstm")  # VaeEncodedRollouts
+        return str(e.value)
+
+    root = tmp_path / "data" / "fake" / "encoded_rollouts"
+    nothing = error()
+    assert f"No encoded rollouts under {root}." in nothing
+    assert "--model=<a zoo encoder> --split=train" in nothing and "--rollouts_pattern=" in nothing
+    write_encoded_dataset(root / "raw_rollout_vae_4ld")
+    write_encoded_dataset(root / "my_encoder")
+    found = error()
+    assert f"no 'train' shards match {root / 'vae' / 'encoded-train'}" in found
+    assert (
+        f"Encoded rollouts found: {root / 'my_encoder'}; {root / 'raw_rollout_vae_4ld'} "
+        "(--rollouts_dataset=RawRolloutVae4ld). Pass --rollouts_dataset=<its name>, or "
+        "--rollouts_pattern='<dir>/encoded-{split}*.tfrecord-*' for any directory."
+    ) in found
+    assert not (tmp_path / "model").exists()

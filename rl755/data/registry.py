@@ -17,8 +17,10 @@ modules, now two-line shims) is the same class.
 from __future__ import annotations
 
 import functools
+import os
 
 from rl755 import zoo
+from rl755.common import sharded_io
 from rl755.data.common.directories import EncodedRolloutsInDirectory, RawRolloutsInDirectory
 from rl755.environments import Environment, Environments
 
@@ -96,4 +98,30 @@ def _attrs(env: Environment, doc: str) -> dict:
 
 def _encoded(env: Environment, name: str, subdir: str, size: int | None, doc: str) -> type:
     attrs = dict(_attrs(env, doc), SUBDIR=subdir, OUT_NAME="encoded", REPRESENTATION_SIZE=size)
+    attrs["_missing_data_hint"] = _missing_encoded_hint
     return type(name, (EncodedRolloutsInDirectory,), attrs)
+
+
+def _missing_encoded_hint(self: EncodedRolloutsInDirectory) -> str:
+    """What the "no shards match" error of an encoded dataset adds: the encoded rollouts that
+    are there, each with the --rollouts_dataset that reads it, and the flags to pass."""
+    root = os.path.dirname(self.directory())
+    by_subdir = {cls.SUBDIR: n for n, cls in encoded_rollouts_classes(self.environment).items()}
+    found = []
+    for subdir in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        directory = os.path.join(root, subdir)
+        if sharded_io.list_shards(os.path.join(directory, f"{self.OUT_NAME}-*.tfrecord-*")):
+            name = by_subdir.get(subdir)
+            found.append(f"{directory} (--rollouts_dataset={name})" if name else directory)
+    pattern = f"'<dir>/{self.OUT_NAME}-{{split}}*.tfrecord-*'"
+    if found:
+        return (
+            f"Encoded rollouts found: {'; '.join(found)}. Pass --rollouts_dataset=<its name>, "
+            f"or --rollouts_pattern={pattern} for any directory."
+        )
+    return (
+        f"No encoded rollouts under {root}. Encode raw rollouts first, e.g. python "
+        f"scripts/data_gen/encode_raw_rollouts.py --environment={self.environment.name} "
+        "--model=<a zoo encoder> --split=train (and --split=validation), then pass its "
+        f"--rollouts_dataset, or --rollouts_pattern={pattern}."
+    )

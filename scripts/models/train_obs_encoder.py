@@ -12,6 +12,7 @@ rl755.models.encoders.train.train_obs_encoder.
 from absl import app, flags
 
 from rl755.common import checkpoints, determinism, tf_setup
+from rl755.models import catalogue
 
 tf_setup.quiet()
 
@@ -19,7 +20,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Where checkpoints, PNGs and TensorBoard logs go.")
 flags.DEFINE_integer("train_steps", None, "Total number of batches to train for (incl. resumed).")
 flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACING.")
-flags.DEFINE_string("model", None, "An encoder of rl755.models.catalogue, e.g. vae.Vae.")
+flags.DEFINE_string("model", None, catalogue.help_text(catalogue.ENCODER))
 flags.DEFINE_integer("batch_size", 100, "Raw observations per mini batch.")
 flags.DEFINE_integer("representation_size", 32, "Size of the representation (VAE latent).")
 flags.DEFINE_integer("save_every_n_steps", 1000, "Checkpoint (and log losses) this often.")

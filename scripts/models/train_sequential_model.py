@@ -17,6 +17,7 @@ docs/stages/train-sequential.md. Library: rl755.models.sequential.train.train_se
 from absl import app, flags
 
 from rl755.common import checkpoints, determinism, tf_setup
+from rl755.models import catalogue
 
 tf_setup.quiet()
 
@@ -24,11 +25,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Where checkpoints, TensorBoard logs and run records go.")
 flags.DEFINE_integer("train_steps", None, "Total number of training steps (batches).")
 flags.DEFINE_string("environment", None, "Environments enum name, e.g. CAR_RACING.")
-flags.DEFINE_string(
-    "model",
-    None,
-    "a sequential model of rl755.models.catalogue, e.g. transformer.base_deterministic_transformer.",
-)
+flags.DEFINE_string("model", None, catalogue.help_text(catalogue.SEQUENTIAL))
 flags.DEFINE_string(
     "rollouts_dataset",
     None,

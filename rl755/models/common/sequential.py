@@ -26,7 +26,17 @@ cache for transformers):
     # {"z": [B, Z] next representation, "reward": [B], "done_prob": [B]}
 
 `step` applied to the inputs of a sequence one position at a time gives the same hidden
-representations as `get_hidden_representation(..., position=t)` on the full sequence.
+representations as `get_hidden_representation(..., position=t)` on the full sequence (to
+float rounding). `step` runs compiled with XLA (`tf.function(jit_compile=True)`, also inside
+the dream's compiled loops): TensorFlow ops only, static shapes, a state whose structure and
+shapes never change. Masks: `mask` [B, T] is 1 on real steps and 0 on the padding after them;
+padded steps carry the state through unchanged, and no real position depends on them.
+
+Optional attributes read with getattr on models or backbones: `cell_size` and
+`cell_state(state)` (a memory cell [B, C] a controller may read), `compiles_with_xla`
+(the trainer's XLA switch, `xla_training`). A new model is one file plus one registration
+(rl755/models/registry.py, docs/guides/new-sequential-model.md); every registered model is
+tested for all of the above by tests/test_registered_models.py.
 
 Targets: a model trained with `--difference_targets` predicts z_{t+1} - z_t; its
 `difference_targets` attribute is then True and `sample_next` needs the current `z` to
@@ -123,11 +133,13 @@ class SequentialModel(keras.Model, abc.ABC):
 
     @abc.abstractmethod
     def initial_state(self, batch_size: int) -> Any:
-        """The state before any step (a nested structure of tensors)."""
+        """The state before any step: a nested structure of tensors, each [B, ...]."""
 
     @abc.abstractmethod
     def step(self, z: tf.Tensor, a: tf.Tensor, state: Any) -> tuple[tf.Tensor, Any]:
-        """One incremental step: (z [B, Z], a [B, A], state) -> (hidden [B, H], new state)."""
+        """One incremental step: (z [B, Z], a [B, A], state) -> (hidden [B, H], new state of
+        the same structure and shapes). Compiled with XLA; agrees with the full pass (module
+        docstring)."""
 
     def build_extras(self, model_dir: str, builder) -> None:
         """Writes what the model keeps beside its weights into `model_dir`, from the training

@@ -229,13 +229,16 @@ RETRIEVAL_PRESETS = {
 def retrieval_transformer(
     representation_size: int,
     action_size: int,
-    retrieval: RetrievalSettings | None = None,
+    retrieval: RetrievalSettings | str | None = None,
     name: str = "retrieval_transformer",
     **kwargs,
 ) -> RetrievalTransformer:
     """A causal sliding-window transformer with retrieval, predicting z_{t+1} by regression.
     Sizes by keyword: num_layers, model_dim, num_heads, window, intermediate_dim, dropout
-    (`TRANSFORMER_SIZE_DEFAULTS`); the other keyword arguments go to the heads."""
+    (`TRANSFORMER_SIZE_DEFAULTS`); the other keyword arguments go to the heads. `retrieval`:
+    the settings, or the name of one of `RETRIEVAL_PRESETS` (None: `RetrievalSettings()`)."""
+    if isinstance(retrieval, str):
+        retrieval = RETRIEVAL_PRESETS[retrieval]
     settings = retrieval or RetrievalSettings()
     sizes, head_kwargs = split_transformer_sizes(kwargs)
     causal = CausalTransformer(**sizes, name="transformer")

@@ -30,9 +30,26 @@ from rl755.models.sequential.transformer import CausalTransformer, split_transfo
 
 
 class HeadedSequentialModel(SequentialModel):
-    """A backbone layer (`call(x, mask, training)`, `initial_state`, `step`, `hidden_size`)
-    with a z head (`DeterministicHead` or `MixtureDensityHead`) and optional reward/done
-    heads."""
+    """A backbone layer with a z head (`DeterministicHead` or `MixtureDensityHead`) and
+    optional reward/done heads: what a new model's builder usually returns
+    (docs/guides/new-sequential-model.md).
+
+    The backbone (a keras.layers.Layer), with D = Z + A, its input size:
+      hidden_size: H.
+      call(x, mask=None, training=None): x float32 [B, T, D], mask [B, T] (1: a real step, 0: a
+        padded one, only after the real steps) or None -> hidden [B, T, H]. Causal: position t
+        reads inputs <= t only. Padded steps carry the state through unchanged, so the real
+        positions do not depend on what padding holds (the losses ignore padded positions).
+      initial_state(batch_size) -> a nested structure of tensors, each [B, ...].
+      step(x_t, state): x_t [B, D] -> (h_t [B, H], new state of the same structure and
+        shapes). Compiled with XLA (`step` below) and run inside compiled loops when dreaming:
+        TensorFlow ops only, static shapes, no Python side effects. From `initial_state`, the
+        steps over x[:, 0], x[:, 1], ... give `call(x)[:, t]` at every t (float rounding).
+    Optional, read with getattr: `cell_size` (int, default 0) with `cell_state(state)` ->
+    [B, cell_size] (a memory cell controllers may read, e.g. the LSTM's c);
+    `compiles_with_xla` (default False): True makes the trainer compile the loss and
+    gradients with XLA (`xla_training`).
+    """
 
     def __init__(
         self,
