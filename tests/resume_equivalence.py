@@ -463,7 +463,7 @@ NEW_DRAWS = "the batches after a resume are new draws, not the uninterrupted run
 
 # One line per resumable stage.
 STAGES = [
-    ResumableStage("encoder_training", _raw_rollouts, _train_encoder, new_draws=NEW_DRAWS),
+    ResumableStage("encoder_training", _raw_rollouts, _train_encoder),
     ResumableStage("encoding", _raw_rollouts_and_encoder, _encode),
     ResumableStage("sequential_training", _encoded_rollouts, _train_sequential),
     ResumableStage("controller_real", _nothing, _train_controller("real"), CURVE),
