@@ -456,16 +456,11 @@ def _collect(out_format: str):
 # The controller's learning curve has a panel against the hours spent: wall clock.
 CURVE = ("learning_curve.png",)
 
-# Stages 2 and 4 restore weights and optimizer exactly, but their data pipeline (and the
-# VAE's posterior samples) starts afresh from the seed: the batches after a resume are not
-# the ones the uninterrupted run trains on next.
-NEW_DRAWS = "the batches after a resume are new draws, not the uninterrupted run's next ones"
-
 # One line per resumable stage.
 STAGES = [
-    ResumableStage("encoder_training", _raw_rollouts, _train_encoder, new_draws=NEW_DRAWS),
+    ResumableStage("encoder_training", _raw_rollouts, _train_encoder),
     ResumableStage("encoding", _raw_rollouts_and_encoder, _encode),
-    ResumableStage("sequential_training", _encoded_rollouts, _train_sequential, (), NEW_DRAWS),
+    ResumableStage("sequential_training", _encoded_rollouts, _train_sequential),
     ResumableStage("controller_real", _nothing, _train_controller("real"), CURVE),
     ResumableStage("controller_dream", _nothing, _train_controller("dream"), CURVE),
     ResumableStage("collection_pickle", _nothing, _collect("pickle")),

@@ -14,8 +14,9 @@ import pytest
 import tensorflow as tf
 from sequential_helpers import Z, fake_model, fixed_slices, train_tiny, write_encoded_dataset
 
-from rl755.common import checkpoints
+from rl755.common import checkpoints, tensorboard
 from rl755.common.errors import NonFiniteLossError
+from rl755.models import catalogue
 from rl755.models.sequential import data as seq_data
 from rl755.models.sequential import loop, schedule, sharding
 from rl755.models.sequential import train as ts
@@ -107,6 +108,48 @@ def test_resume_restores_optimizer_state_exactly(tmp_path):
     b = ts.load_trained_model(str(tmp_path / "b"), fake_model("lstm.deterministic_lstm"))
     for va, vb in zip(a.weights, b.weights):
         np.testing.assert_allclose(va.numpy(), vb.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_draws_are_a_function_of_the_checkpoint_segment(tmp_path):
+    """A transformer with dropout on fixed data, stopped at a checkpoint and resumed, ends
+    with the losses and weights of an uninterrupted run: every segment restarts the dropout
+    seed generators from (seed, step), which the checkpoint does not hold."""
+    model = catalogue.model_fn("FAKE_PIXELS", "transformer.tiny_deterministic_transformer",
+                               dropout=0.5)  # fmt: skip
+    kw = dict(dataset_fn=fixed_slices(n=4, length=5), batch_size=4, learning_rate=1e-2,
+              validation_steps=0, save_every_n_steps=2, seed=3)  # fmt: skip
+
+    def fit(name, steps):
+        tf.keras.utils.set_random_seed(0)  # the same initial weights
+        return loop.fit_sequential_model(model, model_dir=str(tmp_path / name),
+                                         train_steps=steps, **kw)  # fmt: skip
+
+    whole = fit("whole", 4)
+    fit("split", 2)
+    split = fit("split", 4)
+    assert split["start_step"] == 2 and split["train_losses"] == whole["train_losses"][2:]
+    assert whole["train_losses"][0] != whole["train_losses"][1]  # the draws do differ
+    a, b = (ts.load_trained_model(str(tmp_path / n), model) for n in ("whole", "split"))
+    for va, vb in zip(a.weights, b.weights):
+        np.testing.assert_array_equal(vb.numpy(), va.numpy())
+
+
+def test_tensorboard_step_means_restart_at_every_checkpoint(tmp_path):
+    """Logging every 3 steps and saving every 2: a run resumed at step 2 writes the
+    TensorBoard values of an uninterrupted run (each save is logged, so no mean spans one)."""
+    kw = dict(dataset_fn=fixed_slices(n=4, length=5), batch_size=4, learning_rate=1e-2,
+              validation_steps=0, save_every_n_steps=2, log_every_n_steps=3)  # fmt: skip
+
+    def fit(name, steps):
+        tf.keras.utils.set_random_seed(0)
+        loop.fit_sequential_model(fake_model("lstm.deterministic_lstm"),
+                                  model_dir=str(tmp_path / name), train_steps=steps, **kw)  # fmt: skip
+        return tensorboard.read_dir(str(tmp_path / name / "tensorboard" / "train"))["losses/total"]
+
+    whole = fit("whole", 4)
+    fit("split", 2)
+    assert [s for s, _ in whole] == [2, 3, 4]
+    assert fit("split", 4) == whole
 
 
 def test_initial_weights_start_a_new_run_from_another_runs_weights(tmp_path):

@@ -154,6 +154,24 @@ def configure(seed: int, deterministic: bool | None = None) -> Settings:
     return _CURRENT
 
 
+def reseed_segment(seed: int, step: int, model=None) -> None:
+    """Starts the checkpoint segment that begins at `step`: seeds Python, NumPy and TensorFlow
+    with `seed + step` and restarts the Keras seed generators of `model` (dropout) from it.
+
+    Call it, then re-create the segment's datasets (and traced steps holding stateful random
+    ops), at the start of a run and at every checkpoint: the segment's draws are then a
+    function of (seed, step) only, and a run resumed at a checkpoint draws exactly what an
+    uninterrupted run drew there."""
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(int(seed) + int(step))
+    for layer in [] if model is None else model._flatten_layers():
+        for generator in getattr(layer, "_seed_generators", ()):
+            value = [np.random.randint(1, 2**31 - 1), 0]
+            generator.state.assign(np.asarray(value, generator.state.dtype))
+
+
 def child_environ(deterministic: bool | None = None) -> dict[str, str]:
     """Environment variables that give a new process the same op determinism (default: the
     current settings'; {} if `configure` never ran)."""

@@ -5,7 +5,8 @@
                       save_every_n_steps=1000, obs_sampled_per_rollout=100, learning_rate=1e-4)
 
 Frames are sampled from the environment's `RawRollouts` (or `rollouts_pattern=`), streamed.
-Rerunning with the same `model_dir` resumes from the newest complete checkpoint. Bad input
+Rerunning with the same `model_dir` resumes from the newest complete checkpoint, exactly: each
+checkpoint segment reseeds with `seed + step` and makes its datasets and traced steps anew. Bad input
 (a broken shard, a bad flag) fails before any output, naming the file or flag.
 docs/architecture.md describes what a model dir holds.
 """
@@ -259,7 +260,7 @@ def train_obs_encoder(
             optimizer.build(encoder.trainable_variables)  # so its state is restored too
             checkpoints.load_weights_checked(encoder, latest.weights_path)
             logging.info("Resuming %s from %s at step %d.", model_dir, latest.weights_path, done)
-        train_ds = observation_batches(builder, "train", batch_size, obs_sampled_per_rollout)
+        determinism.reseed_segment(seed, 0)  # the pictures' frames: the same in every run
         sample_split = "validation" if validation_steps else "train"
         sample_frames = next(
             iter(
@@ -268,14 +269,6 @@ def train_obs_encoder(
                 )
             )
         ).numpy()
-        fit_kwargs = {}
-        if validation_steps:
-            fit_kwargs = dict(
-                validation_data=observation_batches(
-                    builder, "validation", batch_size, obs_sampled_per_rollout
-                ),
-                validation_steps=validation_steps,
-            )
         logs = TrainingLogs(model_dir)
         logs.hparams(flags, step=done)
         callbacks = [
@@ -286,34 +279,55 @@ def train_obs_encoder(
         ]
         if verbose is None:
             verbose = 1 if sys.stdout.isatty() else 2
-        first_epoch = latest.number if latest is not None else 0
-        remaining = train_steps - done
-        full, rest = divmod(remaining, save_every_n_steps)
+        epoch = latest.number if latest is not None else 0
         logging.info(
             "Training %s on %s for %d steps (step %d -> %d), saving every %d.",
             model,
             env.name,
-            remaining,
+            train_steps - done,
             done,
             train_steps,
             save_every_n_steps,
         )
         try:
-            epoch = first_epoch
-            for steps_per_epoch, epochs in ((save_every_n_steps, full), (rest, 1 if rest else 0)):
-                if not epochs:
-                    continue
-                encoder.fit(
-                    train_ds,
-                    steps_per_epoch=steps_per_epoch,
-                    initial_epoch=epoch,
-                    epochs=epoch + epochs,
-                    callbacks=callbacks,
+            step = done
+            while step < train_steps:
+                end = min((step // save_every_n_steps + 1) * save_every_n_steps, train_steps)
+                _fit_segment(
+                    encoder, builder, seed, step, end - step, epoch, batch_size,
+                    obs_sampled_per_rollout, validation_steps, callbacks=callbacks,
                     verbose=verbose,
-                    shuffle=False,  # the pipeline shuffles
-                    **fit_kwargs,
-                )
-                epoch += epochs
+                )  # fmt: skip
+                step, epoch = end, epoch + 1
         finally:
             logs.close()
     return result
+
+
+def _fit_segment(
+    encoder, builder, seed, step, steps, epoch, batch_size, obs_sampled_per_rollout,
+    validation_steps, **fit_kwargs,
+) -> None:  # fmt: skip
+    """One checkpoint segment (one fit epoch) of `steps` steps from `step`. Its draws (frames,
+    shuffles, the VAE's posterior samples) are a function of (seed, step): reseeded, new
+    datasets, and traced steps anew (so that stateful random ops start afresh), as a run
+    resumed at `step` makes them."""
+    determinism.reseed_segment(seed, step, encoder)
+    encoder.make_train_function(force=True)
+    encoder.make_test_function(force=True)
+    train_ds = observation_batches(builder, "train", batch_size, obs_sampled_per_rollout)
+    if validation_steps:
+        fit_kwargs.update(
+            validation_data=observation_batches(
+                builder, "validation", batch_size, obs_sampled_per_rollout
+            ),
+            validation_steps=validation_steps,
+        )
+    encoder.fit(
+        train_ds,
+        steps_per_epoch=steps,
+        initial_epoch=epoch,
+        epochs=epoch + 1,
+        shuffle=False,  # the pipeline shuffles
+        **fit_kwargs,
+    )

@@ -7,7 +7,9 @@
         model_dir="/tmp/lstm", train_steps=1000, batch_size=64, learning_rate=1e-3)
 
 Each batch trains `task` (rl755.models.sequential.tasks); rerunning with the same model_dir
-resumes exactly (rl755.models.sequential.resume). The steps, devices and batch parts are in
+resumes exactly (rl755.models.sequential.resume): every checkpoint segment (save_every_n_steps
+steps) starts with `determinism.reseed_segment(seed, step)` and new train and validation
+iterators, and the step means logged to TensorBoard restart there too. The steps, devices and batch parts are in
 rl755.models.sequential.loss and .sharding, the optimizer in .schedule; docs/architecture.md
 describes the model_dir layout. Only the chief worker writes.
 """
@@ -21,7 +23,7 @@ from collections.abc import Callable
 import tensorflow as tf
 from absl import logging
 
-from rl755.common import checkpoints, devices
+from rl755.common import checkpoints, determinism, devices
 from rl755.common.errors import NonFiniteLossError
 from rl755.common.tensorboard import StepMeans, TrainingLogs
 from rl755.models.common.sequential import SequentialModel
@@ -123,8 +125,7 @@ def fit_sequential_model(
             checkpoint=last_path,
         )
 
-    # Reseed per resume so a resumed run does not replay the same data order.
-    tf.random.set_seed(seed + start_step)
+    determinism.reseed_segment(seed, start_step, model)
     train_iter, val_iter = data.distributed_batches(
         strategy, dataset_fn, model, batch_size, validation_steps
     )
@@ -162,6 +163,12 @@ def fit_sequential_model(
     step = start_step
     try:
         while step < train_steps:
+            if step != start_step and step % save_every_n_steps == 0:
+                # A segment's data is a function of (seed, step): see the module docstring.
+                determinism.reseed_segment(seed, step, model)
+                train_iter, val_iter = data.distributed_batches(
+                    strategy, dataset_fn, model, batch_size, validation_steps
+                )
             t_step = time.perf_counter()
             loss_value, terms = train_step(train_iter)
             step += 1
@@ -179,7 +186,7 @@ def fit_sequential_model(
             result["step_seconds"].append(time.perf_counter() - t_step)
             result["last_terms"] = terms
             window.add({"loss": loss_value, **terms, **norm})
-            if step % log_every == 0 or step == train_steps:
+            if step % log_every == 0 or step % save_every_n_steps == 0 or step == train_steps:
                 means, perf = window.take()
                 extra = {"optimizer/learning_rate": float(optimizer.learning_rate)}
                 if clip_norm:  # (the mean since the last log, as the losses')
