@@ -12,9 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rl755.common import config, sharded_io
 from rl755.common.errors import BadInput
-from rl755.common.structs import Rollout
 from rl755.data import registry
 from rl755.environments import (
     Environments,
@@ -63,74 +61,6 @@ def _play(env, seed, actions):
     return np.stack(frames), rewards, False, False
 
 
-# ---- the guide, literally ----------------------------------------------------------------------
-def test_guide_entries_work_as_written(repo_root, registered):
-    blocks = _guide_entry_blocks(repo_root)
-    assert len(blocks) == 2, "docs/guides/new-environment.md should show two entries"
-    names = {"EnvironmentSpec": EnvironmentSpec, "ModelPresets": ModelPresets}
-    pong, dots = (registered(eval(block, names)) for block in blocks)
-    assert (pong.name, dots.name) == ("PONG", "OLD_API_DOTS")
-    assert Environments.from_name("old_api_dots") is dots
-
-    # The gymnasium entry: what make() returns is what the entry says.
-    env = pong.make()
-    try:
-        obs, _ = env.reset(seed=0)
-        assert obs.shape == pong.observation_shape and obs.dtype == np.uint8
-        assert isinstance(env.action_space, OneHotBox) and env.action_space.shape == (6,)
-        assert env.unwrapped.get_action_meanings() == list(pong.spec.action_meanings)
-    finally:
-        env.close()
-
-    # The old-API entry, built as a Ray worker builds it: seeded, one-hot, time-limited.
-    env = pickle.loads(pickle.dumps(dots.make_fn()))()
-    assert isinstance(env.action_space, OneHotBox) and env.action_space.shape == (3,)
-    assert env.observation_space.shape == dots.observation_shape
-    noop = [dots.from_env_action(0)] * 100  # the dot never moves: the episode is cut at 40
-    frames, rewards, terminated, truncated = _play(env, 5, noop)
-    assert frames.shape == (41, 16, 16, 3) and frames.dtype == np.uint8
-    assert truncated and not terminated and rewards == [0.0] * 40
-    moves = [dots.from_env_action(i) for i in np.random.default_rng(0).integers(0, 3, 100)]
-    a, b, c = _play(env, 7, moves), _play(env, 7, moves), _play(env, 8, moves)
-    np.testing.assert_array_equal(a[0], b[0])  # same seed, same actions: same episode
-    assert a[1] == b[1]
-    assert not np.array_equal(a[0][0], c[0][0])  # another seed: another start
-    env.close()
-
-    # Models and datasets need no file: every catalogue model builds from the presets ...
-    for env_member in (pong, dots):
-        p = env_member.presets
-        for name in catalogue.names():
-            model = catalogue.build(env_member, name)
-            if catalogue.kind_of(name) == catalogue.INFILLING:  # a frame model: no Z
-                assert model.frame_shape == env_member.observation_shape, name
-                continue
-            assert model.representation_size == p.representation_size, name
-            if catalogue.kind_of(name) == catalogue.SEQUENTIAL:
-                assert model.action_size == env_member.action_size, name
-    vae = catalogue.build(dots, "vae.Vae").build_for_frames()
-    z, extras = vae.compute_full_representation(frames[:4])
-    assert z.shape == (4, 8) and extras["std_devs"].shape == (4, 8)
-    assert vae.decode(z).shape == (4, 16, 16, 3)
-
-    # ... and its RawRollouts read rollouts where stage 1 writes them.
-    rollout = Rollout(
-        obs_l=list(a[0][:-1]),
-        action_l=moves[: len(a[1])],
-        reward_l=a[1],
-        done=bool(a[2]),
-    )
-    out = config.env_data_dir(dots.folder_name) / "raw_rollouts"
-    out.mkdir(parents=True)
-    shard = str(out / sharded_io.shard_name("rollouts-train", 0, 1))
-    sharded_io.write_tfrecord(shard, [rollout.serialize()], "GZIP")
-    read = list(registry.raw_rollouts_class(dots)().rollouts_ds("train").as_numpy_iterator())
-    assert len(read) == 1
-    np.testing.assert_array_equal(read[0]["observations"], np.stack(rollout.obs_l))
-    np.testing.assert_array_equal(read[0]["actions"], np.stack(rollout.action_l))
-
-
-# ---- the old gym API adapter -------------------------------------------------------------------
 def test_old_gym_api_adapter_converts_spaces_steps_and_seeding():
     env = OldGymApi(OldApiDots(size=8, max_steps=3, plain_spaces=True))
     assert env.observation_space == gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)

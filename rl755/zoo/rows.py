@@ -179,7 +179,7 @@ MODELS: tuple[ZooModel, ...] = (
         "--seed=1000: 774.0 +- 161.2 (650.3 +- 252.3 after 40 generations). "
         "--initial_params is make demo's seed-0 controller (run make demo first; on another "
         "kind of CPU it trains another one). Its last checkpoint: experiments/car_racing/"
-        "real_controller/ (README: the CMA-ES state is in commit e84268c); copy it to the "
+        "real_controller/ (its CMA-ES state is in commit e84268c); copy it to the "
         "row's dir and rerun with more generations to resume exactly.",
     ),
     ZooModel(

@@ -323,8 +323,8 @@ MUTATIONS = [
     dict(
         name="ci_passes_without_slurm",
         file=".ci/run",
-        old="  exit 1\nelse",
-        new="  true\nelse",
+        old='  exit 1\nelse\n  echo "!! SLURM did not start',
+        new='  true\nelse\n  echo "!! SLURM did not start',
         tests=(f"{CI}::test_ci_fails_when_slurm_does_not_start",),
         what="CI goes on (and can pass by skipping) when SLURM does not start",
     ),

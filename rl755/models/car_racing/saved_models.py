@@ -317,8 +317,8 @@ def real_controller_p4():
     --environment=CAR_RACING --saved_controller=real_controller_p4 --num_episodes=100
     --seed=1000: 774.0 +- 161.2 (650.3 +- 252.3 after 40 generations). --initial_params is make
     demo's seed-0 controller (run make demo first; on another kind of CPU it trains another
-    one). The run's last checkpoint is committed in experiments/car_racing/real_controller/:
-    copy it to the row's dir and rerun with more generations to resume exactly.
+    one). Its last checkpoint: experiments/car_racing/real_controller/ (its CMA-ES state is in
+    commit e84268c); copy it to the row's dir and rerun with more generations to resume exactly.
 
     Trained with:
 
@@ -351,9 +351,9 @@ def real_controller():
     (its shipped encoder and MDN-RNN come with it): 800.8 +- 123.9 (real_controller_p4 on the
     same seeds: 774.0 +- 161.2). The run started from the controller then shipped under this
     name, now real_controller_p4 (the same parameters), so its run record names this row's own
-    shipped folder. The run's last checkpoint is committed in
-    experiments/car_racing/real_controller_p8/: copy it to the row's dir and rerun with more
-    generations to resume exactly.
+    shipped folder. Its last checkpoint: experiments/car_racing/real_controller_p8/ (README: the
+    CMA-ES state is in commit e84268c); copy it to the row's dir and rerun with more generations
+    to resume exactly.
 
     Trained with:
 
