@@ -5,6 +5,7 @@
 #   make notebook  opens Jupyter on notebooks/ (quickstart.ipynb, world_model_tour.ipynb)
 #   make docs      builds the documentation site into site/ (strict: a broken link fails)
 #   make docs-serve  serves it on http://127.0.0.1:8000 while you edit
+#   make docs-check  opens the built site in headless Chromium (scripts/dev/browser_check.py)
 #   make bench     every benchmark at its quick setting (benchmarks/quick.py; docs/benchmarks.md)
 #   make mutate PACKAGE=rl755/zoo  generated mutants (mutmut) of one package, score per file;
 #               make mutate  the curated list (scripts/dev/mutations.py); neither is part of CI
@@ -30,7 +31,7 @@ MUTATE_ARGS ?=
 PACKAGE ?=
 NOTEBOOK_ARGS ?=
 
-.PHONY: demo test lint mutate notebook venv clean-venv docs docs-serve bench
+.PHONY: demo test lint mutate notebook venv clean-venv docs docs-serve docs-check bench
 
 venv: $(STAMP)
 
@@ -74,6 +75,11 @@ docs: $(STAMP)
 
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict
+
+# The built site (make docs) in headless Chromium: every page renders, the search answers;
+# screenshots go to a scratch directory (Debian: apt-get install chromium)
+docs-check: $(STAMP)
+	$(PY) scripts/dev/browser_check.py --out_dir="$$(mktemp -d)"
 
 lint: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/pre-commit run --all-files

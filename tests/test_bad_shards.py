@@ -157,7 +157,7 @@ def _damage_a_record(path):
     assert shard_checks.check_shard(path) is None and not _tf_reads(path)
 
 
-def test_a_damaged_record_met_during_training_is_named_and_leaves_only_the_record(tmp_path):
+def test_a_damaged_record_met_during_training_is_named_and_leaves_nothing_but_a_record(tmp_path):
     from rl755.models.encoders.train import train_obs_encoder
 
     raw = tmp_path / "raw"
@@ -165,13 +165,20 @@ def test_a_damaged_record_met_during_training_is_named_and_leaves_only_the_recor
     _damage_a_record(path)
     write_raw_rollouts(raw, "validation", num_files=1, per_file=2)  # whole: the sample frames
     model_dir = tmp_path / "vae"
-    with pytest.raises(BadInput, match=f"(?s){re.escape(path)}: DataLossError.*{FINDER}"):
-        train_obs_encoder(
-            model_dir=str(model_dir), train_steps=4, environment="FAKE_PIXELS", model="vae.Vae",
-            batch_size=4, representation_size=4, save_every_n_steps=4,
-            obs_sampled_per_rollout=4, learning_rate=1e-3, validation_steps=1,
-            rollouts_pattern=pattern(raw), verbose=0,
-        )  # fmt: skip
+
+    def train():
+        with pytest.raises(BadInput, match=f"(?s){re.escape(path)}: DataLossError.*{FINDER}"):
+            train_obs_encoder(
+                model_dir=str(model_dir), train_steps=4, environment="FAKE_PIXELS",
+                model="vae.Vae", batch_size=4, representation_size=4, save_every_n_steps=4,
+                obs_sampled_per_rollout=4, learning_rate=1e-3, validation_steps=1,
+                rollouts_pattern=pattern(raw), verbose=0,
+            )  # fmt: skip
+
+    train()
+    assert not model_dir.exists()  # the run made it: bad input leaves nothing behind
+    model_dir.mkdir()  # a directory the user made: the failed run's record stays in it
+    train()
     left = [
         os.path.relpath(os.path.join(d, f), model_dir)
         for d, _, fs in os.walk(model_dir)
@@ -238,7 +245,7 @@ def test_train_sequential_model_names_a_truncated_shard(tmp_path):
     assert not (tmp_path / "m").exists()
 
 
-def test_a_damaged_record_met_while_training_a_sequential_model_leaves_only_the_record(
+def test_a_damaged_record_met_while_training_a_sequential_model_leaves_nothing_but_a_record(
     tmp_path, monkeypatch
 ):
     """Above FULL_READ_MAX_BYTES the error names the shard pattern and the finder instead."""
@@ -253,13 +260,21 @@ def test_a_damaged_record_met_while_training_a_sequential_model_leaves_only_the_
     _damage_a_record(path)
     model_dir = tmp_path / "m"
     monkeypatch.setattr(shard_checks, "FULL_READ_MAX_BYTES", 0)
-    with pytest.raises(BadInput, match=f"(?s)A record of {re.escape(path)} is damaged.*{FINDER}"):
-        ts.train_sequential_model(
-            model_dir=str(model_dir), train_steps=40, environment="FAKE_PIXELS",
-            model="lstm.deterministic_lstm", rollouts_dataset="VaeEncodedRollouts",
-            batch_size=2, sequence_length=4, learning_rate=1e-3, save_every_n_steps=40,
-            validation_steps=0,
-        )  # fmt: skip
+
+    def train():
+        damaged = f"(?s)A record of {re.escape(path)} is damaged.*{FINDER}"
+        with pytest.raises(BadInput, match=damaged):
+            ts.train_sequential_model(
+                model_dir=str(model_dir), train_steps=40, environment="FAKE_PIXELS",
+                model="lstm.deterministic_lstm", rollouts_dataset="VaeEncodedRollouts",
+                batch_size=2, sequence_length=4, learning_rate=1e-3, save_every_n_steps=40,
+                validation_steps=0,
+            )  # fmt: skip
+
+    train()
+    assert not model_dir.exists()  # the run made it: bad input leaves nothing behind
+    model_dir.mkdir()  # a directory the user made: the failed run's record stays in it
+    train()
     (record,) = os.listdir(model_dir / "runs")
     assert sorted(os.listdir(model_dir)) == ["runs"]
     assert json.loads((model_dir / "runs" / record).read_text())["status"] == "failed"

@@ -39,11 +39,14 @@ def test_the_table_has_a_row_per_registration_and_the_script_rewrites_a_stale_pa
 
 
 def test_the_catalogue_docstring_and_model_help_list_every_registration():
-    for name in catalogue.names():
+    # (rl755's own: a test in this process may have registered the example GRU since import)
+    extra = {e.name for e in registry.registered() if not e.builder_name.startswith("rl755.")}
+    for name in set(catalogue.names()) - extra:
         assert f"    {name} " in catalogue.__doc__, name
         assert name in catalogue.help_text()
     for entry in registry.registered():
-        assert entry.description in catalogue.__doc__
+        if entry.name not in extra:
+            assert entry.description in catalogue.__doc__
     help_out = subprocess.run(
         [sys.executable, os.path.join(REPO, "scripts/models/train_sequential_model.py"), "--help"],
         capture_output=True,
@@ -52,7 +55,7 @@ def test_the_catalogue_docstring_and_model_help_list_every_registration():
     ).stdout
     assert "--model: a sequential model of rl755.models.catalogue" in help_out
     flat = " ".join(help_out.split())
-    assert all(name in flat for name in catalogue.names(catalogue.SEQUENTIAL))
+    assert all(name in flat for name in set(catalogue.names(catalogue.SEQUENTIAL)) - extra)
 
 
 def test_the_guide_shows_the_example_file_as_it_is():

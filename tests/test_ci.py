@@ -28,6 +28,7 @@ def _ci_copy(tmp_path, slurm_starts: bool):
     _executable(tmp_path / ".ci" / "stop_slurm.sh", "exit 0\n")
     (tmp_path / "bin").mkdir()
     _executable(tmp_path / "bin" / "make", f'echo "$@" >> {tmp_path}/make_calls\n')
+    _executable(tmp_path / "bin" / "chromium", "exit 0\n")  # (so nothing is installed)
     return tmp_path
 
 
@@ -42,6 +43,11 @@ def _run_ci(tree, **env):
     return proc, calls
 
 
+# What .ci/run asks of make, in order: install, lint, the docs built and opened in a browser,
+# the README's test command, the benchmark guard.
+STEPS = ["venv", "lint", "docs", "docs-check", "test PYTEST_ARGS=", "bench BENCH_ARGS=--check"]
+
+
 def test_ci_fails_when_slurm_does_not_start(tmp_path):
     proc, calls = _run_ci(_ci_copy(tmp_path, slurm_starts=False), CI="true")
     assert proc.returncode == 1 and calls == []
@@ -52,13 +58,13 @@ def test_outside_ci_a_missing_slurm_only_skips(tmp_path):
     proc, calls = _run_ci(_ci_copy(tmp_path, slurm_starts=False))
     assert proc.returncode == 0, proc.stderr
     assert "will be skipped (listed at the end)" in proc.stderr
-    assert calls == ["venv", "lint", "test PYTEST_ARGS=", "bench BENCH_ARGS=--check"]
+    assert calls == STEPS
 
 
 def test_ci_runs_everything_when_slurm_starts(tmp_path):
     proc, calls = _run_ci(_ci_copy(tmp_path, slurm_starts=True), CI="true")
     assert proc.returncode == 0, proc.stderr
-    assert calls == ["venv", "lint", "test PYTEST_ARGS=", "bench BENCH_ARGS=--check"]
+    assert calls == STEPS
 
 
 def _pytest_on(tmp_path, code, *args, **env):
@@ -191,4 +197,4 @@ def test_ci_fails_when_the_benchmark_guard_fails(tmp_path):
     )
     proc, calls = _run_ci(tree, CI="true")
     assert proc.returncode != 0
-    assert calls == ["venv", "lint", "test PYTEST_ARGS=", "bench BENCH_ARGS=--check"]
+    assert calls == STEPS

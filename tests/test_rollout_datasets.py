@@ -295,7 +295,8 @@ def test_representation_size_missing_is_explained(tmp_path):
 
 def test_missing_encoded_shards_name_the_flags_and_the_directories_found(tmp_path):
     """Stage 4 on a dataset name with no shards: the error names --rollouts_dataset for each
-    encoded directory that is there, and --rollouts_pattern for any directory."""
+    encoded directory that is there that has a name, and the --rollouts_pattern that reads each
+    one that has none."""
     from sequential_helpers import train_tiny, write_encoded_dataset
 
     def error():
@@ -312,8 +313,8 @@ def test_missing_encoded_shards_name_the_flags_and_the_directories_found(tmp_pat
     found = error()
     assert f"no 'train' shards match {root / 'vae' / 'encoded-train'}" in found
     assert (
-        f"Encoded rollouts found: {root / 'my_encoder'}; {root / 'raw_rollout_vae_4ld'} "
-        "(--rollouts_dataset=RawRolloutVae4ld). Pass --rollouts_dataset=<its name>, or "
-        "--rollouts_pattern='<dir>/encoded-{split}*.tfrecord-*' for any directory."
+        f"Encoded rollouts found in {root / 'my_encoder'}: pass --rollouts_pattern="
+        f"'{root / 'my_encoder' / 'encoded-{split}*.tfrecord-*'}' to read them; in "
+        f"{root / 'raw_rollout_vae_4ld'}: pass --rollouts_dataset=RawRolloutVae4ld."
     ) in found
     assert not (tmp_path / "model").exists()

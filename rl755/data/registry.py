@@ -112,13 +112,14 @@ def _missing_encoded_hint(self: EncodedRolloutsInDirectory) -> str:
         directory = os.path.join(root, subdir)
         if sharded_io.list_shards(os.path.join(directory, f"{self.OUT_NAME}-*.tfrecord-*")):
             name = by_subdir.get(subdir)
-            found.append(f"{directory} (--rollouts_dataset={name})" if name else directory)
+            if name:
+                found.append(f"{directory}: pass --rollouts_dataset={name}")
+            else:
+                here = os.path.join(directory, f"{self.OUT_NAME}-{{split}}*.tfrecord-*")
+                found.append(f"{directory}: pass --rollouts_pattern='{here}' to read them")
     pattern = f"'<dir>/{self.OUT_NAME}-{{split}}*.tfrecord-*'"
     if found:
-        return (
-            f"Encoded rollouts found: {'; '.join(found)}. Pass --rollouts_dataset=<its name>, "
-            f"or --rollouts_pattern={pattern} for any directory."
-        )
+        return f"Encoded rollouts found in {'; in '.join(found)}."
     return (
         f"No encoded rollouts under {root}. Encode raw rollouts first, e.g. python "
         f"scripts/data_gen/encode_raw_rollouts.py --environment={self.environment.name} "
