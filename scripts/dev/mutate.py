@@ -215,13 +215,17 @@ PACKAGE_TESTS = {
         "tests/test_slurm_sbatch.py", "tests/test_slurm_status.py",
         "tests/test_pipeline_resources.py",
     ),
+    "rl755/policies": (
+        "tests/test_policies.py", "tests/test_rollouts.py", "tests/test_controllers.py",
+        "tests/test_environments_more.py",
+    ),
     "rl755/common": (
         "tests/test_foundation.py", "tests/test_run_record.py", "tests/test_bad_shards.py",
         "tests/test_determinism.py", "tests/test_ray_pool.py", "tests/test_quiet_logs.py",
     ),
 }  # fmt: skip
 ALSO_COPY = ("README.md", "Makefile", "requirements.txt", "setup.py", "scripts/", "docs/",
-             "notebooks/", "benchmarks/", "experiments/", ".ci/")  # fmt: skip
+             "notebooks/", "benchmarks/", "experiments/", "examples/", "mkdocs.yml", ".ci/")  # fmt: skip
 # mutmut's verdicts (its exit codes per mutant); "timeout" counts as killed, as mutmut does.
 KILLED = ("killed", "timeout", "segfault")
 
