@@ -267,3 +267,43 @@ def test_hastings_policy_never_brakes_and_steers_toward_the_road():
         1.5 * (34.5 - 47.5) / 48
     )
     assert p.sample_action(_road_ahead(slice(0, 0)), 2, None)[0] == 0.0  # no road: no pull
+
+
+def test_hastings_policy_steers_toward_the_grey_road_ahead_by_track_pull():
+    """The pull is track_pull x (mean road column ahead - car column) / 48, added to the noise
+    and clipped to [-1, 1]. Road is grey: R, G, B within 12 of each other and R in (80, 130);
+    pixels just outside each bound are grass to it, and rows outside the band ahead are not
+    read."""
+    import types
+
+    import gymnasium
+
+    env = types.SimpleNamespace(
+        action_space=gymnasium.spaces.Box(
+            np.array([-1, 0, 0]), np.array([1, 1, 1]), dtype=np.float32
+        )
+    )
+    frame = np.zeros((96, 96, 3), np.uint8)
+    frame[:, :] = (102, 204, 102)  # grass
+    road = {60: (81, 81, 81), 70: (129, 118, 107), 80: (100, 111, 100)}  # (r-g and g-b: 11)
+    not_road = {10: (80, 80, 80), 12: (130, 130, 130), 14: (112, 100, 100), 16: (100, 100, 112)}
+    for col, rgb in {**road, **not_road}.items():
+        frame[40:66, col] = rgb
+    frame[:40, 0] = frame[66:, 1] = (100, 100, 100)  # grey outside the rows ahead
+    noise = HastingsRandomPolicy(track_pull=0.0)
+    noise.initialize(env, 5, seed=3)
+    for pull in (0.5, 1.5):
+        policy = HastingsRandomPolicy(track_pull=pull)
+        policy.initialize(env, 5, seed=3)
+        for step in range(5):
+            want = noise.sample_action(frame, step, None).copy()
+            want[0] = np.clip(want[0] + pull * (70.0 - 47.5) / 48.0, -1.0, 1.0)
+            np.testing.assert_allclose(policy.sample_action(frame, step, None), want, rtol=1e-6)
+    # far off to one side, the steering saturates at the bound
+    frame[40:66, 95] = (100, 100, 100)
+    policy = HastingsRandomPolicy(track_pull=40.0)
+    policy.initialize(env, 5, seed=3)
+    assert policy.sample_action(frame, 0, None)[0] == 1.0
+    frame[40:66, 60:96] = (102, 204, 102)
+    frame[40:66, 0] = (100, 100, 100)
+    assert policy.sample_action(frame, 0, None)[0] == -1.0
