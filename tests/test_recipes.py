@@ -228,7 +228,11 @@ def test_tiny_doom_recipe_runs_every_step_and_a_rerun_skips_them(tmp_path, capfd
     )
 
 
-def test_on_slurm_each_step_waits_only_for_what_it_reads_and_a_report_ends_the_chain(tmp_path):
+def test_on_slurm_each_step_waits_only_for_what_it_reads_and_a_report_ends_the_chain(
+    tmp_path, monkeypatch
+):
+    # The chain's shape, not a cluster: no sbatch on PATH, so the dry run asks no controller.
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
     stages = build_recipe_stages(get_recipe("doom_dream"), str(tmp_path))
     after = {s.name: s.after for s in stages}
     assert after["collect_hold"] == ()  # collected beside the first steps
