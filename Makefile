@@ -8,7 +8,8 @@
 #   make docs-check  opens the built site in headless Chromium (scripts/dev/browser_check.py)
 #   make bench     every benchmark at its quick setting (benchmarks/quick.py; docs/benchmarks.md)
 #   make mutate PACKAGE=rl755/zoo  generated mutants (mutmut) of one package, score per file;
-#               make mutate  the curated list (scripts/dev/mutations.py); neither is part of CI
+#               make mutate SAMPLE=12  a seeded sample of 12 mutants of every package, score
+#               per package; make mutate  the curated list (scripts/dev/mutations.py); neither is part of CI
 #               (docs/development.md gives their times)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
@@ -58,10 +59,13 @@ bench: $(STAMP)
 # Mutation testing in a scratch copy. With PACKAGE: every mutant mutmut generates for that
 # package, each run against the package's tests that call the mutated function; prints the
 # score per file and the survivors (e.g. make mutate PACKAGE=rl755/slurm
-# MUTATE_ARGS=--time_limit=1800). Without: the curated list (scripts/dev/mutations.py), one
+# MUTATE_ARGS=--time_limit=1800). With SAMPLE=N: N mutants drawn at random from each package
+# (of PACKAGE, default all of rl755/), score per package with its 95% interval. Without
+# either: the curated list (scripts/dev/mutations.py), one
 # documented behaviour broken at a time (e.g. MUTATE_ARGS=--only=saved_controller_worst_eval).
 mutate: $(STAMP)
-	$(PY) scripts/dev/mutate.py $(if $(PACKAGE),--package=$(PACKAGE)) $(MUTATE_ARGS)
+	$(PY) scripts/dev/mutate.py $(if $(PACKAGE),--package=$(PACKAGE)) \
+	  $(if $(SAMPLE),--sample=$(SAMPLE)) $(MUTATE_ARGS)
 
 # e.g. make notebook NOTEBOOK_ARGS="--no-browser --ip=0.0.0.0" on a remote machine; as root
 # (containers) Jupyter needs --allow-root, passed then

@@ -102,3 +102,62 @@ def test_two_jobs_run_each_mutation_in_a_copy_of_its_own_and_keep_the_order(muta
     verdicts = [verdict for _, verdict, _ in rows]
     assert verdicts[:4] == ["killed", "survived", "killed", "survived"]
     assert verdicts[4].startswith("error (FileNotFoundError")  # reported, the others kept
+
+
+# ---- generated mutants: the per-package sample -------------------------------------------------
+def test_a_sample_draws_the_same_mutants_per_package_for_a_seed(mutate):
+    by_file = {
+        "rl755/zoo/ship.py": [f"rl755.zoo.ship.x_f__mutmut_{i}" for i in range(1, 9)],
+        "rl755/zoo/pull.py": [f"rl755.zoo.pull.x_g__mutmut_{i}" for i in range(1, 5)],
+        "rl755/data/registry.py": [f"rl755.data.registry.x_h__mutmut_{i}" for i in range(1, 3)],
+        "rl755/visualize.py": [f"rl755.visualize.x_k__mutmut_{i}" for i in range(1, 7)],
+    }
+    chosen = mutate.draw_sample(by_file, per_package=3, seed=5)
+    assert chosen == mutate.draw_sample(by_file, per_package=3, seed=5)
+    assert chosen != mutate.draw_sample(by_file, per_package=3, seed=6)
+    packages = [mutate.package_of(p) for p, names in by_file.items() for n in names if n in chosen]
+    # 3 from each package that has 3, both of the package that has only 2
+    assert sorted(packages) == sorted(
+        ["rl755/zoo"] * 3 + ["rl755/data"] * 2 + ["rl755/visualize.py"] * 3
+    )
+    assert len(set(chosen)) == len(chosen)
+
+
+def test_a_sample_scores_each_package_apart_with_its_interval(mutate):
+    results = {
+        "rl755/zoo/ship.py": {"a1": "killed", "a2": "survived", "a3": "timeout", "a4": "killed"},
+        "rl755/zoo/pull.py": {"b1": "no tests", "b2": "not checked"},
+        "rl755/data/registry.py": {"c1": "killed", "c2": "survived"},
+    }
+    chosen = ["a1", "a2", "a3", "b1", "b2", "c1", "c2"]  # a4 not sampled
+    table, survivors = mutate.sample_table(results, chosen, equivalent={"c2": "unread-field"})
+    rows = {r.split("|")[1].strip(): [x.strip() for x in r.split("|")[2:-1]]
+            for r in table.splitlines()[2:]}  # fmt: skip
+    # sampled, killed, survived, no tests, equivalent, not run, score, interval
+    assert rows["rl755/zoo"][:7] == ["5", "2", "1", "1", "0", "1", "50%"]
+    assert rows["rl755/data"][:7] == ["2", "1", "0", "0", "1", "0", "100%"]
+    assert survivors == ["a2", "b1"]  # c2 is equivalent, b2 never ran
+    low, high = mutate.wilson(2, 4)
+    assert rows["rl755/zoo"][7] == f"{low:.0f}-{high:.0f}%"
+    assert 10 < low < 20 and 80 < high < 90  # 2 of 4: a wide interval
+    assert mutate.wilson(0, 0) == (0.0, 100.0)
+
+
+def test_every_equivalent_mutant_names_a_known_kind(mutate):
+    assert isinstance(mutate.load_equivalent(), dict)  # raises on a kind not in KINDS
+
+
+def test_a_whole_sample_runs_no_test_that_reads_the_source_text(mutate):
+    tests = mutate.sample_tests()
+    assert "tests/test_layout.py" not in tests and "tests/test_policies.py" in tests
+    assert all(os.path.isfile(os.path.join(REPO, t)) for t in mutate.SAMPLE_SKIPS)
+
+
+def test_every_test_left_out_of_instrumented_runs_exists(mutate):
+    for node in mutate.INSTRUMENTED_DESELECT:
+        path, name = node.split("::")
+        with open(os.path.join(REPO, path)) as f:
+            assert f"def {name}(" in f.read(), node
+    config = mutate.mutmut_config("rl755/zoo", ("tests/test_zoo.py",))
+    assert f"--deselect={mutate.INSTRUMENTED_DESELECT[0]}" in config
+    assert "only_mutate = rl755/zoo/*" in config
