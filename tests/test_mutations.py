@@ -130,13 +130,16 @@ def test_a_sample_scores_each_package_apart_with_its_interval(mutate):
         "rl755/data/registry.py": {"c1": "killed", "c2": "survived"},
     }
     chosen = ["a1", "a2", "a3", "b1", "b2", "c1", "c2"]  # a4 not sampled
-    table, survivors = mutate.sample_table(results, chosen, equivalent={"c2": "unread-field"})
+    table, survivors, scores = mutate.sample_table(
+        results, chosen, equivalent={"c2": "unread-field"}
+    )
     rows = {r.split("|")[1].strip(): [x.strip() for x in r.split("|")[2:-1]]
             for r in table.splitlines()[2:]}  # fmt: skip
     # sampled, killed, survived, no tests, equivalent, not run, score, interval
     assert rows["rl755/zoo"][:7] == ["5", "2", "1", "1", "0", "1", "50%"]
     assert rows["rl755/data"][:7] == ["2", "1", "0", "0", "1", "0", "100%"]
     assert survivors == ["a2", "b1"]  # c2 is equivalent, b2 never ran
+    assert scores == {"rl755/zoo": 50.0, "rl755/data": 100.0}
     low, high = mutate.wilson(2, 4)
     assert rows["rl755/zoo"][7] == f"{low:.0f}-{high:.0f}%"
     assert 10 < low < 20 and 80 < high < 90  # 2 of 4: a wide interval

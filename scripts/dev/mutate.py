@@ -407,15 +407,16 @@ def load_equivalent() -> dict[str, str]:
 def sample_table(
     results: dict[str, dict[str, str]], chosen: list[str], equivalent: dict[str, str]
 ) -> tuple[str, list[str]]:
-    """(markdown table per package, the sampled survivors) of the `chosen` mutants' verdicts;
-    mutants in `equivalent` are counted apart, not in the score."""
+    """(markdown table per package, the sampled survivors, {package: score in percent, None
+    when none of its mutants was tested}) of the `chosen` mutants' verdicts; mutants in
+    `equivalent` are counted apart, not in the score."""
     verdict_of = {n: v for verdicts in results.values() for n, v in verdicts.items()}
     package_by_name = {n: package_of(p) for p, vs in results.items() for n in vs}
     rows = [
         "| package | sampled | killed | survived | no tests | equivalent | not run | score | 95% interval |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    survivors = []
+    survivors, scores = [], {}
     for package in sorted({package_by_name[n] for n in chosen}):
         names = [n for n in chosen if package_by_name[n] == package]
         count = collections.Counter(
@@ -427,12 +428,39 @@ def sample_table(
         survivors += [n for n in names if verdict_of[n] in ("survived", "no tests")
                       and n not in equivalent]  # fmt: skip
         low, high = wilson(killed, tested)
-        score = f"{100 * killed / tested:.0f}%" if tested else "-"
+        scores[package] = 100 * killed / tested if tested else None
+        score = f"{scores[package]:.0f}%" if tested else "-"
         rows.append(
             f"| {package} | {len(names)} | {killed} | {count['survived']} | {count['no tests']} "
             f"| {count['equivalent']} | {not_run} | {score} | {low:.0f}-{high:.0f}% |"
         )
-    return "\n".join(rows), survivors
+    return "\n".join(rows), survivors, scores
+
+
+MUTMUT = os.path.join(os.path.dirname(sys.executable), "mutmut")
+
+
+def mutmut_run(copy: str, env: dict, jobs: int, time_limit: float, names=()) -> str:
+    """Runs `mutmut run` (only `names` if given) in `copy`; "" or the time-limit remark."""
+    try:
+        subprocess.run(
+            [MUTMUT, "run", "--max-children", str(jobs), *names], cwd=copy, env=env,
+            timeout=time_limit, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        return ""
+    except subprocess.TimeoutExpired:
+        return f" (stopped at the {time_limit:.0f} s limit: the rest is not run)"
+
+
+def print_survivors(copy: str, env: dict, survivors: list[str], show: int) -> None:
+    """Prints how many survived and the change of the first `show` (mutmut show)."""
+    print(f"{len(survivors)} survivors; the first {min(len(survivors), show)} (--show):")
+    for name in survivors[:show]:
+        shown = subprocess.run(
+            [MUTMUT, "show", name], cwd=copy, env=env, capture_output=True, text=True
+        ).stdout
+        diff = [x for x in shown.splitlines() if x[:1] in "+-" and x[:3] not in "+++---"]
+        print(f"  survived {name}: {' | '.join(diff)[:300]}")
 
 
 GENERATE = (
@@ -452,7 +480,6 @@ def run_sample(
     package = package.rstrip("/")
     tests = sample_tests() if package == "rl755" else PACKAGE_TESTS.get(package, sample_tests())
     copy = scratch_copy()
-    mutmut = os.path.join(os.path.dirname(sys.executable), "mutmut")
     prepare_copy(copy, package, tests)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH="")
     t0 = time.monotonic()
@@ -465,30 +492,17 @@ def run_sample(
         print(f"{package}: {total} mutants in {len(every)} files; sampled {len(chosen)} "
               f"({per_package} per package, seed {seed}); tests: {len(tests)} files")  # fmt: skip
         sys.stdout.flush()
-        try:
-            subprocess.run(
-                [mutmut, "run", "--max-children", str(jobs), *chosen], cwd=copy, env=env,
-                timeout=time_limit, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            stopped = ""
-        except subprocess.TimeoutExpired:
-            stopped = f" (stopped at the {time_limit:.0f} s limit: the rest is not run)"
+        stopped = mutmut_run(copy, env, jobs, time_limit, chosen)
         equivalent = load_equivalent()
-        table, survivors = sample_table(read_mutmut_results(copy, package), chosen, equivalent)
+        table, survivors, scores = sample_table(
+            read_mutmut_results(copy, package), chosen, equivalent
+        )
         print(f"\n{time.monotonic() - t0:.0f} s{stopped}\n\n{table}\n")
         kinds = collections.Counter(equivalent[n] for n in chosen if n in equivalent)
         for kind, n in sorted(kinds.items()):
             print(f"  equivalent ({kind}): {n}")
-        print(f"{len(survivors)} survivors; the first {min(len(survivors), show)} (--show):")
-        for name in survivors[:show]:
-            shown = subprocess.run(
-                [mutmut, "show", name], cwd=copy, env=env, capture_output=True, text=True
-            ).stdout
-            diff = [x for x in shown.splitlines() if x[:1] in "+-" and x[:3] not in "+++---"]
-            print(f"  {name}: {' | '.join(diff)[:300]}")
-        ok = all(r.split("|")[8].strip() not in ("-",) and float(r.split("|")[8].strip()[:-1]) >= 80
-                 for r in table.splitlines()[2:])  # fmt: skip
-        return 0 if ok else 1
+        print_survivors(copy, env, survivors, show)
+        return 0 if all(score is not None and score >= 80 for score in scores.values()) else 1
     finally:
         if keep:
             print(f"scratch copy kept: {copy} (cd there; mutmut results / mutmut show NAME)")
@@ -506,19 +520,11 @@ def run_generated(package: str, time_limit: float, jobs: int, keep: bool, show: 
         return 2
     tests = PACKAGE_TESTS.get(package, ("tests/",))
     copy = scratch_copy()
-    mutmut = os.path.join(os.path.dirname(sys.executable), "mutmut")
     prepare_copy(copy, package, tests)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH="")
     t0 = time.monotonic()
     try:
-        try:
-            subprocess.run(
-                [mutmut, "run", "--max-children", str(jobs)], cwd=copy, env=env,
-                timeout=time_limit, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            stopped = ""
-        except subprocess.TimeoutExpired:
-            stopped = f" (stopped at the {time_limit:.0f} s limit: the rest is not run)"
+        stopped = mutmut_run(copy, env, jobs, time_limit)
         results = read_mutmut_results(copy, package)
         table, killed, tested = score_table(results)
         print(f"{package}: generated mutants, tests {' '.join(tests)}; "
@@ -526,13 +532,7 @@ def run_generated(package: str, time_limit: float, jobs: int, keep: bool, show: 
         score = 100 * killed / tested if tested else 0.0
         print(f"score {package}: {killed}/{tested} killed ({score:.0f}%)")
         survivors = [n for v in results.values() for n, x in sorted(v.items()) if x == "survived"]
-        print(f"{len(survivors)} survivors; the first {min(len(survivors), show)} (--show):")
-        for name in survivors[:show]:
-            shown = subprocess.run(
-                [mutmut, "show", name], cwd=copy, env=env, capture_output=True, text=True
-            ).stdout
-            diff = [x for x in shown.splitlines() if x[:1] in "+-" and x[:3] not in "+++---"]
-            print(f"  survived {name}: {' | '.join(diff)[:300]}")
+        print_survivors(copy, env, survivors, show)
         return 0 if tested and score >= 80 else 1
     finally:
         if keep:
@@ -558,6 +558,8 @@ def main(argv=None) -> int:
                         help="mutants drawn per package (--package=rl755: every package)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="--sample: the draw's seed")
     args = parser.parse_args(argv)
+    if args.sample < 0:
+        parser.error(f"--sample={args.sample}: give a number of mutants per package, at least 1")
     if args.sample:
         package = args.package or "rl755"
         if not os.path.isdir(os.path.join(REPO, package)) or not package.startswith("rl755"):
