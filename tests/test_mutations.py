@@ -1,5 +1,6 @@
-"""The mutation list (scripts/dev/mutations.py) still applies to the code, and the runner
-never touches the working tree."""
+"""The mutation list (scripts/dev/mutations.py) still applies to the code, the runner never
+touches the working tree, and the generated-mutant runs (scripts/dev/generated_mutants.py)
+draw, score and select tests as documented."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ def mutate():
     sys.modules[spec.name] = module  # (dataclasses look their module up)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def generated(mutate):
+    """scripts/dev/generated_mutants.py, as mutate.py imports it."""
+    return sys.modules["generated_mutants"]
 
 
 def test_every_mutation_applies_once_and_names_existing_tests(mutate):
@@ -105,17 +112,19 @@ def test_two_jobs_run_each_mutation_in_a_copy_of_its_own_and_keep_the_order(muta
 
 
 # ---- generated mutants: the per-package sample -------------------------------------------------
-def test_a_sample_draws_the_same_mutants_per_package_for_a_seed(mutate):
+def test_a_sample_draws_the_same_mutants_per_package_for_a_seed(generated):
     by_file = {
         "rl755/zoo/ship.py": [f"rl755.zoo.ship.x_f__mutmut_{i}" for i in range(1, 9)],
         "rl755/zoo/pull.py": [f"rl755.zoo.pull.x_g__mutmut_{i}" for i in range(1, 5)],
         "rl755/data/registry.py": [f"rl755.data.registry.x_h__mutmut_{i}" for i in range(1, 3)],
         "rl755/visualize.py": [f"rl755.visualize.x_k__mutmut_{i}" for i in range(1, 7)],
     }
-    chosen = mutate.draw_sample(by_file, per_package=3, seed=5)
-    assert chosen == mutate.draw_sample(by_file, per_package=3, seed=5)
-    assert chosen != mutate.draw_sample(by_file, per_package=3, seed=6)
-    packages = [mutate.package_of(p) for p, names in by_file.items() for n in names if n in chosen]
+    chosen = generated.draw_sample(by_file, per_package=3, seed=5)
+    assert chosen == generated.draw_sample(by_file, per_package=3, seed=5)
+    assert chosen != generated.draw_sample(by_file, per_package=3, seed=6)
+    packages = [
+        generated.package_of(p) for p, names in by_file.items() for n in names if n in chosen
+    ]
     # 3 from each package that has 3, both of the package that has only 2
     assert sorted(packages) == sorted(
         ["rl755/zoo"] * 3 + ["rl755/data"] * 2 + ["rl755/visualize.py"] * 3
@@ -123,14 +132,14 @@ def test_a_sample_draws_the_same_mutants_per_package_for_a_seed(mutate):
     assert len(set(chosen)) == len(chosen)
 
 
-def test_a_sample_scores_each_package_apart_with_its_interval(mutate):
+def test_a_sample_scores_each_package_apart_with_its_interval(generated):
     results = {
         "rl755/zoo/ship.py": {"a1": "killed", "a2": "survived", "a3": "timeout", "a4": "killed"},
         "rl755/zoo/pull.py": {"b1": "no tests", "b2": "not checked"},
         "rl755/data/registry.py": {"c1": "killed", "c2": "survived"},
     }
     chosen = ["a1", "a2", "a3", "b1", "b2", "c1", "c2"]  # a4 not sampled
-    table, survivors, scores = mutate.sample_table(
+    table, survivors, scores = generated.sample_table(
         results, chosen, equivalent={"c2": "unread-field"}
     )
     rows = {r.split("|")[1].strip(): [x.strip() for x in r.split("|")[2:-1]]
@@ -140,27 +149,47 @@ def test_a_sample_scores_each_package_apart_with_its_interval(mutate):
     assert rows["rl755/data"][:7] == ["2", "1", "0", "0", "1", "0", "100%"]
     assert survivors == ["a2", "b1"]  # c2 is equivalent, b2 never ran
     assert scores == {"rl755/zoo": 50.0, "rl755/data": 100.0}
-    low, high = mutate.wilson(2, 4)
+    low, high = generated.wilson(2, 4)
     assert rows["rl755/zoo"][7] == f"{low:.0f}-{high:.0f}%"
     assert 10 < low < 20 and 80 < high < 90  # 2 of 4: a wide interval
-    assert mutate.wilson(0, 0) == (0.0, 100.0)
+    assert generated.wilson(0, 0) == (0.0, 100.0)
 
 
-def test_every_equivalent_mutant_names_a_known_kind(mutate):
-    assert isinstance(mutate.load_equivalent(), dict)  # raises on a kind not in KINDS
+def test_every_equivalent_mutant_names_a_known_kind(generated):
+    assert isinstance(generated.load_equivalent(), dict)  # raises on a kind not in KINDS
 
 
-def test_a_whole_sample_runs_no_test_that_reads_the_source_text(mutate):
-    tests = mutate.sample_tests()
+def test_a_whole_sample_runs_no_test_that_reads_the_source_text(generated):
+    tests = generated.sample_tests()
     assert "tests/test_layout.py" not in tests and "tests/test_policies.py" in tests
-    assert all(os.path.isfile(os.path.join(REPO, t)) for t in mutate.SAMPLE_SKIPS)
+    assert all(os.path.isfile(os.path.join(REPO, t)) for t in generated.SAMPLE_SKIPS)
 
 
-def test_every_test_left_out_of_instrumented_runs_exists(mutate):
-    for node in mutate.INSTRUMENTED_DESELECT:
+def test_every_test_left_out_of_instrumented_runs_exists(generated):
+    for node in generated.INSTRUMENTED_DESELECT:
         path, name = node.split("::")
         with open(os.path.join(REPO, path)) as f:
             assert f"def {name}(" in f.read(), node
-    config = mutate.mutmut_config("rl755/zoo", ("tests/test_zoo.py",))
-    assert f"--deselect={mutate.INSTRUMENTED_DESELECT[0]}" in config
+    config = generated.mutmut_config("rl755/zoo", ("tests/test_zoo.py",))
+    assert f"--deselect={generated.INSTRUMENTED_DESELECT[0]}" in config
     assert "only_mutate = rl755/zoo/*" in config
+
+
+def test_every_package_of_rl755_names_existing_tests_of_its_own(generated):
+    """`make mutate PACKAGE=...` runs a package's own tests, not the whole suite: every package
+    (directory or module directly under rl755/) has an entry, each naming existing files."""
+    packages = {
+        f"rl755/{n}" for n in os.listdir(os.path.join(REPO, "rl755"))
+        if not n.startswith(("_", ".")) and (n.endswith(".py") or "." not in n)
+    }  # fmt: skip
+    assert packages and all(generated.is_package(p) for p in packages)
+    assert set(generated.PACKAGE_TESTS) == packages
+    for tests in generated.PACKAGE_TESTS.values():
+        assert all(os.path.isfile(os.path.join(REPO, t)) for t in tests), tests
+    assert not generated.is_package("rl755/nope") and not generated.is_package("rl755/zoo/ship.py")
+    assert not generated.is_package("rl755/models/sequential")  # a subpackage scores in its package
+    assert not generated.is_package("tests") and not generated.is_package("rl755")
+    config = generated.mutmut_config(
+        "rl755/visualize.py", generated.PACKAGE_TESTS["rl755/visualize.py"]
+    )
+    assert "only_mutate = rl755/visualize.py\n" in config
