@@ -153,3 +153,22 @@ def test_pictures_and_visualize_import_without_tensorflow():
     code = "import sys, rl755.visualize; print('tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_registered_models_are_loaded_by_kind_and_drawn(monkeypatch, tmp_path):
+    """predicted_frames_for_registry builds the encoder and the sequential model from their
+    zoo names (each looked up as its kind) and draws with those two."""
+    from rl755 import zoo
+
+    asked, drawn = [], []
+
+    def get(env, name, kind=None):
+        asked.append((env, name, kind))
+        return lambda: f"built {name}"
+
+    monkeypatch.setattr(zoo, "get", get)
+    monkeypatch.setattr(visualize, "predicted_frames_of_models", lambda *a: drawn.append(a) or a[3])
+    out = str(tmp_path / "p.png")
+    assert visualize.predicted_frames_for_registry("FAKE_PIXELS", "e", "s", out, 3) == out
+    assert asked == [("FAKE_PIXELS", "e", zoo.ENCODER), ("FAKE_PIXELS", "s", zoo.SEQUENTIAL)]
+    assert drawn == [("FAKE_PIXELS", "built e", "built s", out, 3)]

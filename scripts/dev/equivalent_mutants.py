@@ -6,6 +6,12 @@ says what each kind means. A function that changes renumbers its mutants: an ent
 longer matches a mutant is simply not counted.
 """
 
-KINDS = {}
+KINDS = {
+    "overwritten-before-read": "an initial value that every valid use replaces before reading it",
+}
 
-EQUIVALENT = {}
+EQUIVALENT = {
+    # FaultyEnv.__init__: _steps = 1 for 0; reset(), which gymnasium requires before the first
+    # step, sets it to 0 again.
+    "rl755.testing.faulty_env.xǁFaultyEnvǁ__init____mutmut_4": "overwritten-before-read",
+}

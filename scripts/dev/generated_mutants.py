@@ -90,7 +90,8 @@ PACKAGE_TESTS = {
         "tests/test_slurm_pipeline.py", "tests/test_pipeline_environment.py",
     ),
     "rl755/testing": (
-        "tests/test_environment_entries.py", "tests/test_trainer_conventions.py",
+        "tests/test_testing_helpers.py", "tests/test_environment_entries.py",
+        "tests/test_trainer_conventions.py",
         "tests/test_dream_options.py", "tests/test_foundation.py",
     ),
     "rl755/visualize.py": ("tests/test_visualize.py",),
