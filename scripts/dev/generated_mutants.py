@@ -105,7 +105,9 @@ KILLED = ("killed", "timeout", "segfault")
 # What the scratch copy's tests/conftest.py gets: mutmut wraps each mutated function in a
 # trampoline taking (*args, **kwargs) (functools.wraps sets __wrapped__), and Keras reads a
 # layer's __init__ with inspect.getfullargspec, which does not follow __wrapped__ (IndexError
-# in keras Operation.__new__). The shim reads the original function.
+# in keras Operation.__new__): the shim reads the original function. And a test that runs a
+# script in a child process (which imports the instrumented copy) would fail in mutmut's
+# stats run: the child runs unrecorded then, and with its mutant in the mutant runs.
 CONFTEST_SHIM = """
 
 # Added by scripts/dev/mutate.py in its scratch copy (mutmut's trampolines hide signatures).
@@ -113,6 +115,23 @@ import inspect as _inspect  # noqa: E402
 
 _getfullargspec = _inspect.getfullargspec
 _inspect.getfullargspec = lambda func: _getfullargspec(_inspect.unwrap(func))
+
+import os as _os  # noqa: E402
+import subprocess as _subprocess  # noqa: E402
+
+_popen_init = _subprocess.Popen.__init__
+
+
+def _popen_init_outside_stats(self, *args, env=None, **kwargs):
+    # A script run in a child process cannot add its calls to mutmut's stats (they are kept in
+    # this process), and would fail looking for mutmut's config from another directory: the
+    # child runs unrecorded then. With a mutant active the child runs that mutant.
+    if (_os.environ if env is None else env).get("MUTANT_UNDER_TEST") == "stats":
+        env = dict(_os.environ if env is None else env, MUTANT_UNDER_TEST="")
+    _popen_init(self, *args, env=env, **kwargs)
+
+
+_subprocess.Popen.__init__ = _popen_init_outside_stats
 """
 # Tests that fail on mutmut's instrumented copy with no mutant active (measured: every test of
 # sample_tests() run there by plain pytest). mutmut needs a passing clean run, so its runs
