@@ -193,3 +193,11 @@ def test_every_package_of_rl755_names_existing_tests_of_its_own(generated):
         "rl755/visualize.py", generated.PACKAGE_TESTS["rl755/visualize.py"]
     )
     assert "only_mutate = rl755/visualize.py\n" in config
+
+
+def test_a_resumed_sample_runs_only_the_sampled_mutants_without_a_verdict(generated):
+    results = {
+        "rl755/zoo/ship.py": {"a1": "killed", "a2": "not checked", "a3": "survived"},
+        "rl755/data/registry.py": {"c1": "not checked", "c2": "not checked"},
+    }
+    assert generated.not_run_yet(results, ["a1", "a2", "a3", "c2"]) == ["a2", "c2"]

@@ -294,6 +294,12 @@ def draw_sample(names_by_file: dict[str, list[str]], per_package: int, seed: int
     return chosen
 
 
+def not_run_yet(results: dict[str, dict[str, str]], chosen: list[str]) -> list[str]:
+    """The `chosen` mutants without a verdict in `read_mutmut_results`' `results`."""
+    verdict = {n: v for verdicts in results.values() for n, v in verdicts.items()}
+    return [n for n in chosen if verdict[n] == "not checked"]
+
+
 def wilson(killed: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """95% Wilson interval (percent) of a score of killed/n from a random sample."""
     if n == 0:
@@ -385,27 +391,40 @@ GENERATE = (
 
 
 def run_sample(
-    package: str, per_package: int, seed: int, time_limit: float, jobs: int, keep: bool, show: int
+    package: str,
+    per_package: int,
+    seed: int,
+    time_limit: float,
+    jobs: int,
+    keep: bool,
+    show: int,
+    copy: str = "",
 ) -> int:
     """mutmut over a seeded random sample of `per_package` mutants of each package under
     `package` (rl755: every package), run against SAMPLE_TESTS (or the package's own tests);
-    prints the score per package with its 95% interval; 0 if every package scores >= 80%."""
+    prints the score per package with its 95% interval; 0 if every package scores >= 80%.
+    With `copy` (a scratch copy an earlier run kept) it runs only the sampled mutants that
+    copy has not run yet, reusing its record of which tests call what."""
     package = package.rstrip("/")
     tests = sample_tests() if package == "rl755" else PACKAGE_TESTS.get(package, sample_tests())
-    copy = scratch_copy()
-    prepare_copy(copy, package, tests)
+    keep = keep or bool(copy)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH="")
     t0 = time.monotonic()
-    try:
+    if not copy:
+        copy = scratch_copy()
+        prepare_copy(copy, package, tests)
         subprocess.run([sys.executable, "-c", GENERATE.format(jobs=jobs)], cwd=copy, env=env,
                        check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
         every = read_mutmut_results(copy, package)
         chosen = draw_sample({p: list(v) for p, v in every.items()}, per_package, seed)
         total = sum(len(v) for v in every.values())
+        to_run = not_run_yet(every, chosen)
         print(f"{package}: {total} mutants in {len(every)} files; sampled {len(chosen)} "
-              f"({per_package} per package, seed {seed}); tests: {len(tests)} files")  # fmt: skip
+              f"({per_package} per package, seed {seed}), {len(to_run)} to run; "
+              f"tests: {len(tests)} files")  # fmt: skip
         sys.stdout.flush()
-        stopped = mutmut_run(copy, env, jobs, time_limit, chosen)
+        stopped = mutmut_run(copy, env, jobs, time_limit, to_run) if to_run else ""
         equivalent = load_equivalent()
         table, survivors, scores = sample_table(
             read_mutmut_results(copy, package), chosen, equivalent
@@ -417,23 +436,25 @@ def run_sample(
         print_survivors(copy, env, survivors, show)
         return 0 if all(score is not None and score >= 80 for score in scores.values()) else 1
     finally:
-        if keep:
-            print(f"scratch copy kept: {copy} (cd there; mutmut results / mutmut show NAME)")
-        else:
-            shutil.rmtree(copy, ignore_errors=True)
+        release(copy, keep)
 
 
-def run_generated(package: str, time_limit: float, jobs: int, keep: bool, show: int = 30) -> int:
+def run_generated(
+    package: str, time_limit: float, jobs: int, keep: bool, show: int = 30, copy: str = ""
+) -> int:
     """mutmut over `package` in a scratch copy for at most `time_limit` seconds; prints the
-    scores and the survivors; 0 if at least 80% of the tested mutants were killed."""
+    scores and the survivors; 0 if at least 80% of the tested mutants were killed. With `copy`
+    (kept by an earlier run of the package) mutmut goes on with the mutants not yet run."""
     package = package.rstrip("/")
     if not is_package(package):
         print(f"--package={package}: not a package of rl755/ (e.g. rl755/zoo, rl755/visualize.py)",
               file=sys.stderr)  # fmt: skip
         return 2
     tests = PACKAGE_TESTS.get(package, ("tests/",))
-    copy = scratch_copy()
-    prepare_copy(copy, package, tests)
+    keep = keep or bool(copy)
+    if not copy:
+        copy = scratch_copy()
+        prepare_copy(copy, package, tests)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH="")
     t0 = time.monotonic()
     try:
@@ -448,7 +469,13 @@ def run_generated(package: str, time_limit: float, jobs: int, keep: bool, show: 
         print_survivors(copy, env, survivors, show)
         return 0 if tested and score >= 80 else 1
     finally:
-        if keep:
-            print(f"scratch copy kept: {copy} (cd there; mutmut results / mutmut show NAME)")
-        else:
-            shutil.rmtree(copy, ignore_errors=True)
+        release(copy, keep)
+
+
+def release(copy: str, keep: bool) -> None:
+    """Removes the scratch copy, or says where it is kept and how to go on there."""
+    if keep:
+        print(f"scratch copy kept: {copy} (mutmut results / mutmut show NAME there; the same "
+              f"command with --copy={copy} runs what is not run yet)")  # fmt: skip
+    else:
+        shutil.rmtree(copy, ignore_errors=True)

@@ -203,17 +203,24 @@ def main(argv=None) -> int:
     parser.add_argument("--sample", type=int, default=0,
                         help="mutants drawn per package (--package=rl755: every package)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="--sample: the draw's seed")
+    parser.add_argument("--copy", default="",
+                        help="--package/--sample: go on in this kept scratch copy")  # fmt: skip
     args = parser.parse_args(argv)
     if args.sample < 0:
         parser.error(f"--sample={args.sample}: give a number of mutants per package, at least 1")
+    if args.copy and not os.path.isfile(os.path.join(args.copy, "mutants", "mutmut-stats.json")):
+        parser.error(
+            f"--copy={args.copy}: not a scratch copy a run kept (no mutants/mutmut-stats.json)"
+        )
     if args.sample:
         package = args.package or "rl755"
         if package.rstrip("/") != "rl755" and not is_package(package):
             parser.error(f"--package={package}: not rl755 or a package of it (rl755/zoo)")
         return run_sample(package, args.sample, args.seed, args.time_limit, max(1, args.jobs),
-                          args.keep, args.show)  # fmt: skip
+                          args.keep, args.show, args.copy)  # fmt: skip
     if args.package:
-        return run_generated(args.package, args.time_limit, max(1, args.jobs), args.keep, args.show)
+        return run_generated(args.package, args.time_limit, max(1, args.jobs), args.keep,
+                             args.show, args.copy)  # fmt: skip
 
     mutations = load_mutations()
     if args.only:
