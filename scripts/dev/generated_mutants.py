@@ -77,7 +77,10 @@ PACKAGE_TESTS = {
         "tests/test_environment_entries.py", "tests/test_environments_more.py",
         "tests/test_new_environment_errors.py", "tests/test_catalogue.py",
     ),
-    "rl755/evaluation": ("tests/test_world_model_eval.py", "tests/test_retrieval.py"),
+    "rl755/evaluation": (
+        "tests/test_world_model_eval.py", "tests/test_evaluation_figures.py",
+        "tests/test_retrieval.py",
+    ),
     "rl755/models": (
         "tests/test_encoder.py", "tests/test_sequential_models.py",
         "tests/test_sequential_training.py", "tests/test_infilling.py", "tests/test_unet_gan.py",
