@@ -41,7 +41,7 @@ def scratch_copy(root: str = REPO) -> str:
 # The tests that read each package (mutmut runs, per mutant, those of them that call the
 # mutated function). A package not listed runs every test file: slow (see docs/development.md).
 PACKAGE_TESTS = {
-    "rl755/zoo": ("tests/test_zoo.py", "tests/test_shipped_models.py"),
+    "rl755/zoo": ("tests/test_zoo.py", "tests/test_zoo_commands.py", "tests/test_shipped_models.py"),
     "rl755/slurm": (
         "tests/test_slurm_cluster.py", "tests/test_slurm_chain.py", "tests/test_slurm_jobs.py",
         "tests/test_slurm_sbatch.py", "tests/test_slurm_status.py",
