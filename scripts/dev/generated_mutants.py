@@ -69,7 +69,8 @@ PACKAGE_TESTS = {
         "tests/test_sequential_training.py",
     ),
     "rl755/data_gen": (
-        "tests/test_rollouts.py", "tests/test_bad_shards.py", "tests/test_encoder_encode.py",
+        "tests/test_collection_reports.py", "tests/test_rollouts.py", "tests/test_bad_shards.py",
+        "tests/test_encoder_encode.py",
         "tests/test_typed_results.py", "tests/test_policies.py",
     ),
     "rl755/environments": (
