@@ -189,7 +189,15 @@ def test_find_world_model_takes_the_registry_then_the_run_then_the_shipped_model
     world = pipeline.find_world_model(run_dir=str(run_dir), load=False)
     assert world.source == f"the demo run {run_dir}"
     assert (world.encoder_name, world.controller_name) == ("raw_rollout_vae_32ld", None)
+    assert str(world).endswith("controller none trained"), str(world)
     assert os.environ["RL755_MODELS_DIR"] == str(run_dir / "models")  # names resolve there
+    # A controller counts once its training wrote controller.json, not before.
+    controller = run_dir / "models" / "car_racing" / pipeline.get_preset("demo").controller_name
+    controller.mkdir(parents=True)
+    assert pipeline.find_world_model(run_dir=str(run_dir), load=False).controller_name is None
+    (controller / "controller.json").write_text("{}")
+    world = pipeline.find_world_model(run_dir=str(run_dir), load=False)
+    assert world.controller_name == controller.name and str(world).endswith(controller.name)
 
     registry = tmp_path / "registry"
     monkeypatch.setenv("RL755_MODELS_DIR", str(registry))

@@ -261,6 +261,8 @@ def test_car_racing_recipe_chains_cma_es_from_the_demo_controller_and_scores_bot
     for name in ("train_controller_demo", "train_controller_p4", "train_controller_p8"):
         assert steps[name]["mode"] == "real"
         assert steps[name]["sequential_model_dir"] == "<models>/mdn_rnn_vae_32ld_demo"
+        # the encoder named as its zoo row was trained, not left to the script's default
+        assert steps[name]["encoder_model"] == "vae.Vae"
     assert [
         (s["model_dir"], s["num_episodes"], s["seed"])
         for n, s in steps.items()

@@ -90,6 +90,7 @@ PACKAGE_TESTS = {
         "tests/test_retrieval.py",
     ),
     "rl755/pipeline": (
+        "tests/test_pipeline.py", "tests/test_determinism.py",
         "tests/test_pipeline_resources.py", "tests/test_recipes.py", "tests/test_pack.py",
         "tests/test_slurm_pipeline.py", "tests/test_pipeline_environment.py",
     ),
@@ -336,7 +337,7 @@ def sample_table(
     verdict_of = {n: v for verdicts in results.values() for n, v in verdicts.items()}
     package_by_name = {n: package_of(p) for p, vs in results.items() for n in vs}
     rows = [
-        "| package | sampled | killed | survived | no tests | equivalent | not run | score | 95% interval |",
+        "| package | sampled | killed | survived | no tests | set apart | not run | score | 95% interval |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     survivors, scores = [], {}
@@ -436,7 +437,7 @@ def run_sample(
         print(f"\n{time.monotonic() - t0:.0f} s{stopped}\n\n{table}\n")
         kinds = collections.Counter(equivalent[n] for n in chosen if n in equivalent)
         for kind, n in sorted(kinds.items()):
-            print(f"  equivalent ({kind}): {n}")
+            print(f"  set apart ({kind}): {n}")
         print_survivors(copy, env, survivors, show)
         return 0 if all(score is not None and score >= 80 for score in scores.values()) else 1
     finally:
