@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 
 import pytest
@@ -201,3 +202,24 @@ def test_a_resumed_sample_runs_only_the_sampled_mutants_without_a_verdict(genera
         "rl755/data/registry.py": {"c1": "not checked", "c2": "not checked"},
     }
     assert generated.not_run_yet(results, ["a1", "a2", "a3", "c2"]) == ["a2", "c2"]
+
+
+def test_a_child_process_records_each_instrumented_call_once_for_the_stats_run(generated, tmp_path):
+    """In mutmut's stats run a test's child processes (scripts, workers) report the functions
+    they call through files the test's process reads: each name once per child."""
+    (tmp_path / "mutmut_child_stats.py").write_text(generated.CHILD_STATS)
+    hits = tmp_path / "hits"
+    hits.mkdir()
+    code = (
+        "import mutmut_child_stats\n"
+        "import mutmut.mutation.trampoline as t\n"
+        "assert t.get_mutant_under_test() == 'stats'\n"
+        "for name in ('rl755.a.x_f', 'rl755.a.x_g', 'rl755.a.x_f'):\n"
+        "    t.record_trampoline_hit(name)\n"
+    )
+    env = dict(os.environ, MUTMUT_CHILD_HITS=str(hits), PYTHONPATH=str(tmp_path))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    (written,) = os.listdir(hits)
+    assert (hits / written).read_text().split() == ["rl755.a.x_f", "rl755.a.x_g"]
+    assert "mutmut_child_stats.py" in generated.mutmut_config("rl755/zoo", ())
+    assert "MUTANT_UNDER_TEST" in generated.CHILD_HOOK and "stats-child" in generated.CONFTEST_SHIM

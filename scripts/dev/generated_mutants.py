@@ -102,7 +102,8 @@ PACKAGE_TESTS = {
     "rl755/visualize.py": ("tests/test_visualize.py",),
 }  # fmt: skip
 ALSO_COPY = ("README.md", "Makefile", "requirements.txt", "setup.py", "scripts/", "docs/",
-             "notebooks/", "benchmarks/", "experiments/", "examples/", "mkdocs.yml", ".ci/")  # fmt: skip
+             "notebooks/", "benchmarks/", "experiments/", "examples/", "mkdocs.yml", ".ci/",
+             "mutmut_child_stats.py")  # fmt: skip
 # mutmut's verdicts (its exit codes per mutant); "timeout" counts as killed, as mutmut does.
 KILLED = ("killed", "timeout", "segfault")
 
@@ -123,21 +124,65 @@ _inspect.getfullargspec = lambda func: _getfullargspec(_inspect.unwrap(func))
 
 import os as _os  # noqa: E402
 import subprocess as _subprocess  # noqa: E402
+import tempfile as _tempfile  # noqa: E402
 
 _popen_init = _subprocess.Popen.__init__
+_CHILD_HITS = _tempfile.mkdtemp(prefix="rl755-mutmut-child-hits-")
 
 
-def _popen_init_outside_stats(self, *args, env=None, **kwargs):
-    # A script run in a child process cannot add its calls to mutmut's stats (they are kept in
-    # this process), and would fail looking for mutmut's config from another directory: the
-    # child runs unrecorded then. With a mutant active the child runs that mutant.
+def _popen_init_recording_children(self, *args, env=None, **kwargs):
+    # In mutmut's stats run a child process (a script, a Ray worker) records the functions it
+    # calls into _CHILD_HITS (mutmut_child_stats.py, imported by the copy's rl755/__init__.py);
+    # with a mutant active the child inherits it and runs that mutant.
     if (_os.environ if env is None else env).get("MUTANT_UNDER_TEST") == "stats":
-        env = dict(_os.environ if env is None else env, MUTANT_UNDER_TEST="")
+        env = dict(_os.environ if env is None else env, MUTANT_UNDER_TEST="stats-child",
+                   MUTMUT_CHILD_HITS=_CHILD_HITS)  # fmt: skip
     _popen_init(self, *args, env=env, **kwargs)
 
 
-_subprocess.Popen.__init__ = _popen_init_outside_stats
+_subprocess.Popen.__init__ = _popen_init_recording_children
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    # Before mutmut's own teardown hook files this test's calls: add its children's.
+    if _os.environ.get("MUTANT_UNDER_TEST") != "stats":
+        return
+    from mutmut.state import state as _state
+
+    for name in _os.listdir(_CHILD_HITS):
+        path = _os.path.join(_CHILD_HITS, name)
+        with open(path) as f:
+            _state()._stats.update(line.strip() for line in f if line.strip())
+        _os.remove(path)
 """
+# What a child process imports first in mutmut's stats run (see CONFTEST_SHIM).
+CHILD_STATS = '''"""Written into a scratch copy by scripts/dev/generated_mutants.py: in a child process of a
+test during mutmut's stats run, records each instrumented function called, once, in a file of
+the directory MUTMUT_CHILD_HITS, which the test's process reads after the test."""
+import os
+
+import mutmut.mutation.trampoline as _trampoline
+
+_path = os.path.join(os.environ["MUTMUT_CHILD_HITS"], f"{os.getpid()}.txt")
+_seen = set()
+
+
+def _record(name, caller=None):
+    if name not in _seen:
+        _seen.add(name)
+        with open(_path, "a") as f:
+            f.write(name + "\\n")
+
+
+_trampoline.get_mutant_under_test = lambda: "stats"
+_trampoline.record_trampoline_hit = _record
+'''
+CHILD_HOOK = (
+    "import os as _os\n"
+    "if _os.environ.get('MUTANT_UNDER_TEST') == 'stats-child':\n"
+    "    import mutmut_child_stats  # noqa: F401  (scripts/dev/generated_mutants.py)\n"
+)
 # Tests that fail on mutmut's instrumented copy with no mutant active (measured: every test of
 # sample_tests() run there by plain pytest). mutmut needs a passing clean run, so its runs
 # leave them out. The kinds: they read what the trampolines change (the caller's frame in a
@@ -189,6 +234,14 @@ def prepare_copy(copy: str, package: str, tests: tuple[str, ...]) -> None:
         f.write(mutmut_config(package, tests))
     with open(os.path.join(copy, "tests", "conftest.py"), "a") as f:
         f.write(CONFTEST_SHIM)
+    with open(os.path.join(copy, "mutmut_child_stats.py"), "w") as f:
+        f.write(CHILD_STATS)
+    init = os.path.join(copy, "rl755", "__init__.py")
+    with open(init) as f:
+        text = f.read()
+    head, _, rest = text.partition('"""\n\n')  # after the docstring, before any import
+    with open(init, "w") as f:
+        f.write(head + '"""\n\n' + CHILD_HOOK + rest)
 
 
 def mutmut_config(package: str, tests: tuple[str, ...]) -> str:
