@@ -210,6 +210,9 @@ def test_strict_lookup_lists_choices():
     assert resolve("rl755", "environments.Environments") is Environments
     with pytest.raises(LookupError, match="EnvironmentSpec, Environments"):
         resolve("rl755", "environments.Nope")
+    # A missing attribute of an attribute: the error names the object it was looked up on.
+    with pytest.raises(LookupError, match=r"rl755\.environments\.Environments has no 'NOPE'"):
+        resolve("rl755", "environments.Environments.NOPE")
 
 
 def test_nonfinite_loss_error_names_terms_checkpoint_and_advice():

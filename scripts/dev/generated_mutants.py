@@ -55,7 +55,8 @@ PACKAGE_TESTS = {
     "rl755/common": (
         "tests/test_foundation.py", "tests/test_run_record.py", "tests/test_bad_shards.py",
         "tests/test_determinism.py", "tests/test_ray_pool.py", "tests/test_quiet_logs.py",
-        "tests/test_checkpoint_retention.py",
+        "tests/test_checkpoint_retention.py", "tests/test_visualize.py",
+        "tests/test_trainer_conventions.py", "tests/test_slurm_status.py",
     ),
     "rl755/controller": (
         "tests/test_controller_training.py", "tests/test_controllers.py",
