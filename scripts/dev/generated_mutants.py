@@ -44,7 +44,7 @@ PACKAGE_TESTS = {
     "rl755/zoo": ("tests/test_zoo.py", "tests/test_zoo_commands.py", "tests/test_shipped_models.py"),
     "rl755/slurm": (
         "tests/test_slurm_cluster.py", "tests/test_slurm_chain.py", "tests/test_slurm_jobs.py",
-        "tests/test_slurm_sbatch.py", "tests/test_slurm_status.py",
+        "tests/test_slurm_sbatch.py", "tests/test_slurm_status.py", "tests/test_slurm_words.py",
         "tests/test_pipeline_resources.py",
     ),
     "rl755/policies": (
