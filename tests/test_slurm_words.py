@@ -1,8 +1,9 @@
 """What the SLURM layer says back: a job's parsed name, a launch's summary, the partition a
 never-starting job is measured against, and list flags compared with a run's record."""
 
-from rl755.slurm import cluster, job_state, launcher, pending, resume
 from test_slurm_cluster import NODES, PARTITIONS
+
+from rl755.slurm import cluster, job_state, launcher, pending, resume
 
 
 def test_a_jobs_name_is_its_jobname_field():
