@@ -84,6 +84,20 @@ def test_old_gym_api_adapter_converts_spaces_steps_and_seeding():
         to_gymnasium_space(object(), "action_space")
 
 
+def test_old_gym_api_adapter_passes_reset_options_through():
+    class DotsWithOptions(OldApiDots):
+        def reset(self, options=None):
+            self.options = options
+            return super().reset()
+
+    dots = DotsWithOptions(size=8)
+    env = OldGymApi(dots)
+    env.reset(seed=1, options={"start": 3})
+    assert dots.options == {"start": 3}
+    env.reset(seed=1)  # no options: the old reset() is called without any
+    assert dots.options is None
+
+
 def test_make_keyword_arguments_override_the_entrys(registered):
     member = registered(
         EnvironmentSpec(

@@ -9,6 +9,7 @@ longer matches a mutant is simply not counted.
 
 KINDS = {
     "overwritten-before-read": "an initial value that every valid use replaces before reading it",
+    "unreached-default": "a fallback for input that valid use never gives",
     # Not equivalent: mutmut forks each mutant's test run from a process that has imported the
     # package, so code run while importing (module-level tables such as RECIPES) ran unmutated.
     # Listed only after the same change, made in the source, was seen failing the tests.
@@ -19,6 +20,10 @@ EQUIVALENT = {
     # FaultyEnv.__init__: _steps = 1 for 0; reset(), which gymnasium requires before the first
     # step, sets it to 0 again.
     "rl755.testing.faulty_env.xǁFaultyEnvǁ__init____mutmut_4": "overwritten-before-read",
+    # CarRacing._road_array: max(..., default=1) over the road's polygons, and every reset
+    # builds a road (gymnasium retries until a track exists), so the default is never used.
+    "rl755.environments.car_racing.xǁCarRacingǁ_road_array__mutmut_7": "unreached-default",
+    "rl755.environments.car_racing.xǁCarRacingǁ_road_array__mutmut_8": "unreached-default",
     # RECIPES (rl755/pipeline/recipe_book.py) is built at import; each change fails
     # tests/test_recipes.py when made in the source.
     "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_27": "import-time",
