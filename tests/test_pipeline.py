@@ -149,6 +149,17 @@ def test_summary_table_lists_stages_and_scores():
     assert "controller 12.5 ± 1.0  vs  random policy -3.0 ± 2.0" in text
 
 
+def test_deterministic_reaches_every_stage_or_none_when_left_to_the_machine():
+    preset = pipeline.PRESETS["tiny"]
+    for value in (True, False):
+        stages = pipeline.build_stages(preset, "/tmp/unused", deterministic=value)
+        assert {s.name: s.flags.get("deterministic") for s in stages} == {
+            s.name: value for s in stages
+        }
+    stages = pipeline.build_stages(preset, "/tmp/unused")
+    assert not any("deterministic" in s.flags for s in stages)
+
+
 def test_world_models_collection_array_tasks_get_distinct_stable_seeds():
     from rl755.slurm.launcher import expand_instances
 
