@@ -3,7 +3,7 @@ never-starting job is measured against, and list flags compared with a run's rec
 
 from test_slurm_cluster import NODES, PARTITIONS
 
-from rl755.slurm import cluster, job_state, launcher, pending, resume
+from rl755.slurm import chain_status, cluster, job_state, launcher, pending, resume, sbatch
 
 
 def test_a_jobs_name_is_its_jobname_field():
@@ -40,3 +40,37 @@ def test_list_flags_compare_with_their_recorded_spelling():
     assert resume.same_value([1, 2], "1,2") and resume.same_value(("a", True), "a,true")
     assert not resume.same_value([1, 2], "1,3")
     assert not resume.same_value([1, 2], "None,None")
+
+
+def test_a_too_big_request_is_said_as_what_it_asks_for():
+    fake = cluster.parse_cluster(PARTITIONS, NODES)
+    text = fake.problem(cluster.Resources(partition="cpu", cpus=4, mem="900G"))
+    assert text.startswith("asks for 900G memory"), text
+    # beyond the partition's per-node limits (gpu: 16 CPUs, 64G per node)
+    text = fake.problem(cluster.Resources(partition="gpu", cpus=20, mem="80G", gpus=1))
+    assert text.startswith("asks for 20 CPUs per node; ") and " and 80G memory per node" in text
+
+
+def test_a_launch_not_submitted_says_why_and_its_outputs_only_when_it_has_them():
+    kept = launcher.LaunchResult("train", [[["x"]]], None, "/logs", job_id="5", note="still queued")
+    assert kept.summary() == "Not submitted train (job 5): still queued"
+    done = launcher.LaunchResult("train", [[["x"]]], "/o", "/logs", note="done already")
+    assert done.summary() == "Not submitted train: done already\n  outputs:       /o"
+
+
+def test_concurrent_instances_in_one_task_are_stopped_together():
+    """Several commands of one task run in the background; a TERM or INT to the task's shell
+    (scancel, a preemption) is passed on to every one of them."""
+    text = sbatch.render_sbatch_script(
+        [[["python", "a.py"], ["python", "b.py"]]],
+        job_name="encode",
+        resources=cluster.Resources(cpus=2),
+        log_dir="/logs",
+    )
+    assert "trap 'kill -TERM \"${pids[@]}\" 2>/dev/null' TERM INT" in text
+
+
+def test_a_stage_done_before_the_submission_says_so():
+    record = {"stages": [{"name": "collect", "action": "done"}]}
+    (state,) = chain_status.stage_states(record, slurm={})
+    assert state == chain_status.StageState("collect", None, "done", "done before this submission")
