@@ -88,7 +88,7 @@ PACKAGE_TESTS = {
         "tests/test_sequential_training.py", "tests/test_infilling.py", "tests/test_unet_gan.py",
         "tests/test_checkpoint_retention.py", "tests/test_registered_models.py",
         "tests/test_catalogue.py", "tests/test_trainer_conventions.py",
-        "tests/test_retrieval.py",
+        "tests/test_retrieval.py", "tests/test_model_tables.py",
     ),
     "rl755/pipeline": (
         "tests/test_pipeline.py", "tests/test_determinism.py",
