@@ -8,9 +8,10 @@
 #   make docs-check  opens the built site in headless Chromium (scripts/dev/browser_check.py)
 #   make bench     every benchmark at its quick setting (benchmarks/quick.py; docs/benchmarks.md)
 #   make mutate PACKAGE=rl755/zoo  generated mutants (mutmut) of one package, score per file;
-#               make mutate SAMPLE=12  a seeded sample of 12 mutants of every package, score
-#               per package; make mutate  the curated list (scripts/dev/mutations.py); neither is part of CI
-#               (docs/development.md gives their times)
+#               make mutate SAMPLE=15 PACKAGE=rl755/zoo  a seeded sample of 15 of them, its score
+#               with a 95% interval (MUTATE_ARGS=--copy=DIR goes on with a stopped run);
+#               make mutate  the curated list (scripts/dev/mutations.py); neither is part of CI
+#               (docs/development.md gives their times and the scores per package)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
 VENV ?= .venv
