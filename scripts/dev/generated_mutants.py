@@ -138,7 +138,7 @@ def load_equivalent() -> dict[str, str]:
 
 def sample_table(
     results: dict[str, dict[str, str]], chosen: list[str], equivalent: dict[str, str]
-) -> tuple[str, list[str]]:
+) -> tuple[str, list[str], dict[str, float | None]]:
     """(markdown table per package, the sampled survivors, {package: score in percent, None
     when none of its mutants was tested}) of the `chosen` mutants' verdicts; mutants in
     `equivalent` are counted apart, not in the score."""

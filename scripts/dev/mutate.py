@@ -46,7 +46,8 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from generated_mutants import is_package, run_generated, run_sample, scratch_copy  # noqa: E402
+from generated_mutants import run_generated, run_sample  # noqa: E402
+from mutmut_copy import is_package, scratch_copy  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)

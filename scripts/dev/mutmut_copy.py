@@ -31,7 +31,7 @@ def scratch_copy(root: str = REPO) -> str:
 
 
 # The tests that read each package (mutmut runs, per mutant, those of them that call the
-# mutated function). A package not listed runs every test file: slow (see docs/development.md).
+# mutated function). Every package of rl755/ has an entry (tests/test_mutations.py checks).
 PACKAGE_TESTS = {
     "rl755/zoo": ("tests/test_zoo.py", "tests/test_zoo_commands.py", "tests/test_shipped_models.py"),
     "rl755/slurm": (
@@ -100,12 +100,12 @@ ALSO_COPY = ("README.md", "Makefile", "requirements.txt", "setup.py", "scripts/"
 # What the scratch copy's tests/conftest.py gets: mutmut wraps each mutated function in a
 # trampoline taking (*args, **kwargs) (functools.wraps sets __wrapped__), and Keras reads a
 # layer's __init__ with inspect.getfullargspec, which does not follow __wrapped__ (IndexError
-# in keras Operation.__new__): the shim reads the original function. And a test that runs a
-# script in a child process (which imports the instrumented copy) would fail in mutmut's
-# stats run: the child runs unrecorded then, and with its mutant in the mutant runs.
+# in keras Operation.__new__): the shim reads the original function. And a test's child
+# processes (scripts, Ray workers), which import the instrumented copy, record their calls in
+# mutmut's stats run (CHILD_STATS) and run the active mutant in the mutant runs.
 CONFTEST_SHIM = """
 
-# Added by scripts/dev/mutate.py in its scratch copy (mutmut's trampolines hide signatures).
+# Added by scripts/dev/mutmut_copy.py in its scratch copy (mutmut's trampolines hide signatures).
 import inspect as _inspect  # noqa: E402
 
 _getfullargspec = _inspect.getfullargspec
@@ -253,8 +253,8 @@ def mutmut_config(package: str, tests: tuple[str, ...]) -> str:
 
 
 # Tests a whole-of-rl755 sample runs: every test file except those that read the source text
-# (mutmut's copy has trampolines in every function: line counts, layering) or only run whole
-# commands in subprocesses (which import the unmutated checkout, so they cannot kill a mutant).
+# (mutmut's copy has trampolines in every function: line counts, layering) or check the
+# repository's documents, notebooks and CI rather than rl755/ (and take long).
 SAMPLE_SKIPS = (
     "tests/test_layout.py", "tests/test_mutations.py", "tests/test_ci.py",
     "tests/test_notebooks.py", "tests/test_benchmarks.py", "tests/test_docs.py",
