@@ -74,3 +74,56 @@ def test_a_stage_done_before_the_submission_says_so():
     record = {"stages": [{"name": "collect", "action": "done"}]}
     (state,) = chain_status.stage_states(record, slurm={})
     assert state == chain_status.StageState("collect", None, "done", "done before this submission")
+
+
+def test_a_local_launch_summary_gives_the_exit_code():
+    result = launcher.LaunchResult("collect", [[["true"]]], None, "/logs", returncode=3)
+    assert result.summary() == "Ran collect locally: exit code 3"
+
+
+def test_a_never_starting_job_is_told_as_one_sentence():
+    job = job_state.SlurmJob("5", "j", "PENDING", "InvalidAccount", "")
+    assert pending.never_starts(job, cluster.parse_cluster("", "")) == (
+        "pending (InvalidAccount) and will never start: its account is not valid here. "
+        "Change: cancel it (scancel 5) and submit again with another --account."
+    )
+
+
+def test_booleans_compare_with_their_recorded_spelling():
+    for asked, recorded in ((False, "false"), (False, "False"), (True, "true"), (False, False)):
+        assert resume.same_value(asked, recorded), (asked, recorded)
+    assert not resume.same_value(False, "true") and not resume.same_value(True, False)
+
+
+def test_flag_names_and_values_as_written():
+    from rl755.slurm import instances
+
+    assert instances.flags_to_argv({"Num_Rollouts": 3, "x.y-z": 1}) == [
+        "--Num_Rollouts=3",
+        "--x.y-z=1",
+    ]
+    assert instances.parse_flag_args(["--policy_kwargs=a=1,b=2"]) == {"policy_kwargs": "a=1,b=2"}
+    try:
+        instances.expand_instances({"n": "many"}, instances.ArraySpec(num_tasks=2, split=("n",)))
+    except ValueError as e:
+        assert str(e) == "Cannot split --n='many': not an integer."
+    else:
+        raise AssertionError("no error")
+
+
+def test_a_job_asks_for_at_least_one_cpu_and_one_node():
+    import pytest
+
+    for bad in (sbatch.Resources(cpus=0), sbatch.Resources(nodes=0), sbatch.Resources(gpus=-1)):
+        with pytest.raises(ValueError, match="Need gpus >= 0, cpus >= 1, nodes >= 1"):
+            bad.validate()
+
+
+def test_elapsed_time_reads_hours_minutes_seconds():
+    from rl755.slurm import status
+
+    row = status.RunStatus("s", "completed", "record", "", "", "2026-01-01T00:00:00+00:00",
+                           "2026-01-01T01:01:01+00:00", "", {}, [])  # fmt: skip
+    assert row.elapsed() == "1:01:01"
+    row.end_time = "2026-01-01T00:30:00+00:00"
+    assert row.elapsed() == "0:30:00"

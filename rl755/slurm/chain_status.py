@@ -37,7 +37,7 @@ BUCKETS = {
 }
 
 
-def bucket(states: list[str]) -> str:
+def bucket(states: list[str | None]) -> str:
     """One word for a stage from its jobs' (array tasks') states."""
     kinds = set()
     for state in states:
@@ -92,15 +92,16 @@ def stage_states(record: dict, slurm: dict[str, SlurmJob] | None = None) -> list
     return out
 
 
-def _recorded(out_dir: str | None, job_id: str | None) -> list[str]:
-    """Latest record status per process of the job, from `<out_dir>/runs`."""
+def _recorded(out_dir: str | None, job_id: str | None) -> list[str | None]:
+    """Latest record status per process of the job, from `<out_dir>/runs` (an array task
+    has its own job id; a requeued job keeps its id, so its latest start counts)."""
     if not out_dir or not job_id:
         return []
-    latest: dict[str, str] = {}
+    latest: dict[str, str | None] = {}
     for r in run_record.read_records(os.path.join(out_dir, run_record.RUNS_SUBDIR)):
         s = r.get("slurm") or {}
         if job_id in (s.get("job_id"), s.get("array_job_id")):
-            latest[f"{s.get('job_id')}_{s.get('array_task_id')}"] = r.get("status", "")
+            latest[s.get("job_id")] = r.get("status")
     return list(latest.values())
 
 

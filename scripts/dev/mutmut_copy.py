@@ -37,7 +37,7 @@ PACKAGE_TESTS = {
     "rl755/slurm": (
         "tests/test_slurm_cluster.py", "tests/test_slurm_chain.py", "tests/test_slurm_jobs.py",
         "tests/test_slurm_sbatch.py", "tests/test_slurm_status.py", "tests/test_slurm_words.py",
-        "tests/test_pipeline_resources.py",
+        "tests/test_pipeline_resources.py", "tests/test_slurm_commands.py",
     ),
     "rl755/policies": (
         "tests/test_policies.py", "tests/test_policy_behaviour.py", "tests/test_rollouts.py",
@@ -86,6 +86,7 @@ PACKAGE_TESTS = {
         "tests/test_pipeline.py", "tests/test_determinism.py",
         "tests/test_pipeline_resources.py", "tests/test_recipes.py", "tests/test_pack.py",
         "tests/test_slurm_pipeline.py", "tests/test_pipeline_environment.py",
+        "tests/test_pipeline_runners.py",
     ),
     "rl755/testing": (
         "tests/test_testing_helpers.py", "tests/test_environment_entries.py",

@@ -1,0 +1,335 @@
+"""What rl755.slurm does with SLURM's commands, without a cluster: fake `sbatch`, `scancel`,
+`scontrol` and `sacct` on PATH (tests/fake_slurm.py) log how they were called and answer as
+a cluster does, refusals and odd output included. The same paths against a real SLURM are
+in the test files marked `slurm`; a single-node cluster cannot refuse most of what a shared
+one refuses."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from fake_slurm import FakeSlurm
+
+from rl755.slurm import chain, chain_status, cluster, job_state, launcher, pending, sbatch, status
+from rl755.slurm.job_state import SlurmJob
+from rl755.slurm.sbatch import Resources
+
+TOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "toy_stage.py")
+SMALL = Resources(partition="cpu", cpus=2, mem="300M", time="10")
+
+
+@pytest.fixture
+def slurm(tmp_path, monkeypatch):
+    return FakeSlurm(tmp_path / "bin", monkeypatch)
+
+
+def test_slurm_is_there_when_sbatch_is_on_path(slurm, tmp_path, monkeypatch):
+    assert sbatch.have_slurm()
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert not sbatch.have_slurm()
+    with pytest.raises(sbatch.SlurmError, match="sbatch not found: submit from a SLURM login"):
+        sbatch.submit(str(tmp_path / "x.sbatch"))
+
+
+def test_submit_returns_the_job_id_and_says_what_sbatch_said_when_it_refuses(slurm, tmp_path):
+    path, ok = str(tmp_path / "job.sbatch"), str(tmp_path / "ok.sbatch")
+    slurm.answer("sbatch", stdout="4242;cluster\n", match=ok)
+    slurm.answer("sbatch", stderr="sbatch: error: invalid partition\n", returncode=1, match=path)
+    slurm.answer("sbatch", stdout="Submitted batch job 7\n")
+    assert sbatch.submit(ok) == "4242"
+    assert slurm.calls("sbatch") == [["sbatch", "--parsable", ok]]
+    with pytest.raises(sbatch.SlurmError, match=rf"sbatch {path} failed: sbatch: error: invalid"):
+        sbatch.submit(path)
+    with pytest.raises(sbatch.SlurmError, match="Unexpected sbatch output: 'Submitted batch"):
+        sbatch.submit(str(tmp_path / "other.sbatch"))
+
+
+def test_cancel_says_nothing_when_done_and_scancels_complaint_otherwise(slurm):
+    assert sbatch.cancel([]) is None and slurm.calls() == []
+    assert sbatch.cancel(["12", 13]) is None
+    assert slurm.calls("scancel") == [["scancel", "12", "13"]]
+    slurm.answer("scancel", stderr="scancel: error: Invalid job id 99\n", returncode=1)
+    assert sbatch.cancel(["99"]) == "scancel: error: Invalid job id 99"
+
+
+def test_every_slurm_command_is_run_with_its_documented_time_limit(slurm, tmp_path, monkeypatch):
+    """A hung controller must not hang a submission or a status table: each call of a SLURM
+    command gives up after the time docs/guides/slurm.md gives (and its output is text)."""
+    real = subprocess.run
+    seen = []
+
+    def run(argv, **kwargs):
+        seen.append((argv[0], kwargs.get("timeout"), kwargs.get("text")))
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    slurm.answer("sbatch", stdout="5\n", match="--parsable")
+    sbatch.submit(str(tmp_path / "a.sbatch"))
+    sbatch.cancel(["5"])
+    cluster.sbatch_test_only(SMALL)
+    job_state.query_slurm(["5"])
+    launcher.check_stage(TOY, {"out_dir": str(tmp_path / "o"), "n": 1})
+    assert seen == [
+        ("sbatch", 120, True),
+        ("scancel", 60, True),
+        ("sbatch", 60, True),
+        ("scontrol", 60, True),
+        ("sacct", 60, True),
+        (sys.executable, 300, True),
+    ]
+
+
+def test_sbatch_test_only_asks_for_exactly_the_job_and_returns_the_refusal(slurm):
+    assert cluster.sbatch_test_only(SMALL, "encode", num_tasks=3) is None
+    assert slurm.calls("sbatch") == [
+        ["sbatch", "--test-only", "--job-name=encode", *SMALL.sbatch_options(), "--array=0-2"]
+        + ["--output=/dev/null", "--wrap=true"]
+    ]
+    cluster.sbatch_test_only(SMALL, "one")
+    assert not any(a.startswith("--array") for a in slurm.calls("sbatch")[1])
+    slurm.answer(
+        "sbatch",
+        stderr="sbatch: error: Batch job submission failed: Invalid account or account/partition"
+        " combination specified\n",
+        returncode=1,
+    )
+    assert cluster.sbatch_test_only(SMALL) == (
+        "Batch job submission failed: Invalid account or account/partition combination specified"
+    )
+
+
+def test_query_slurm_reads_scontrol_then_sacct_past_lines_it_cannot_read(slurm):
+    slurm.answer(
+        "scontrol",
+        stdout="JobId=10 JobName=collect JobState=RUNNING Reason=None ExitCode=0:0\n",
+    )
+    slurm.answer(
+        "sacct",
+        stdout="garbage line\n11|11|train|COMPLETED|0:0\n12|12|eval|CANCELLED by 0|0:15\n",
+    )
+    jobs = job_state.query_slurm(["10", "11", "12", "13"])
+    assert sorted(jobs) == ["10", "11", "12"]
+    assert (jobs["10"].state, jobs["10"].source) == ("RUNNING", "scontrol")
+    assert (jobs["11"].name, jobs["11"].state, jobs["11"].source) == ("train", "COMPLETED", "sacct")
+    assert (jobs["12"].state, jobs["12"].exit_code) == ("CANCELLED", "0:15")
+    assert slurm.calls("sacct")[0][-1] == "11,12,13"
+
+
+def test_a_sbatch_scripts_header_says_when_in_utc_and_a_plain_jobs_echo_names_no_task(tmp_path):
+    text = sbatch.render_sbatch_script(
+        [[["true"]]], job_name="j", resources=Resources(), log_dir=str(tmp_path), how="a test"
+    )
+    assert re.match(r"# Generated by a test on \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00 by ", text.splitlines()[1])
+    echo = next(line for line in text.splitlines() if line.startswith("echo"))
+    assert echo == (
+        'echo "== job ${SLURM_JOB_ID:-?} on $(hostname) restart ${SLURM_RESTART_COUNT:-0} at '
+        '$(date -u +%FT%TZ)"'
+    )
+    array = sbatch.render_sbatch_script(
+        [[["true"]], [["true"]]], job_name="j", resources=Resources(), log_dir=str(tmp_path)
+    )
+    assert 'echo "== job ${SLURM_JOB_ID:-?} task ${SLURM_ARRAY_TASK_ID:-?} on' in array
+    with pytest.raises(ValueError, match="^Every task needs at least one command.$"):
+        sbatch.render_sbatch_script([[]], job_name="j", resources=Resources(), log_dir="x")
+
+
+@pytest.mark.parametrize("arg", ["X\nY", "a'X\\b\tc\x01", "XX\\'XX\x7f"])
+def test_a_quoted_argument_with_control_characters_reads_back_the_same_in_bash(arg):
+    quoted = sbatch.quote_arg(arg)
+    assert "\n" not in quoted and quoted.startswith("$'")
+    out = subprocess.run(
+        ["bash", "-c", f"printf %s {quoted}"], capture_output=True, check=True
+    ).stdout
+    assert out.decode() == arg
+
+
+def test_a_chains_jobs_get_the_stages_log_dir_interpreter_and_description(slurm, tmp_path):
+    slurm.answer("sbatch", stdout="300\n", match="--parsable")
+    python = str(tmp_path / "other-python")
+    stage = chain.Stage(
+        "s0", TOY, {"out_dir": str(tmp_path / "o0"), "n": 1}, SMALL, log_dir=str(tmp_path / "logs")
+    )
+    [result] = chain.submit_chain([stage], check=False, python=python)
+    assert result.job_id == "300"
+    assert os.path.dirname(result.sbatch_script) == str(tmp_path / "logs")
+    text = open(result.sbatch_script).read()
+    command = next(line for line in text.splitlines() if TOY in line and not line.startswith("#"))
+    assert command.startswith(python + " ")
+    assert f"# Stage: {TOY}" in text
+    assert f"# Outputs: {tmp_path / 'o0'}" in text
+    assert "# Launched with: " in text
+    submission = json.loads(open(os.path.join(tmp_path, "logs", "job-300.json")).read())
+    assert {k: submission[k] for k in ("job_id", "name", "num_tasks", "out_dir", "log_dir")} == {
+        "job_id": "300",
+        "name": "s0",
+        "num_tasks": 1,
+        "out_dir": str(tmp_path / "o0"),
+        "log_dir": str(tmp_path / "logs"),
+    }
+    assert submission["sbatch_script"] == result.sbatch_script
+    no_out = launcher.launch(TOY, {"n": 1}, dry_run=True, check=False, log_dir=str(tmp_path))
+    assert "# Outputs: (none given)" in open(no_out.sbatch_script).read()
+
+
+def test_launch_checks_the_flags_with_the_interpreter_it_was_given(tmp_path):
+    log = tmp_path / "used"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    launcher.launch(
+        TOY, {"out_dir": str(tmp_path / "o"), "n": 1}, local=True, dry_run=True, python=str(python)
+    )
+    assert "--only_check_args" in log.read_text()
+
+
+def test_parsed_cluster_keeps_each_partitions_and_nodes_state():
+    found = cluster.parse_cluster(
+        "PartitionName=cpu Default=YES State=UP\nPartitionName=old State=DOWN\n"
+        "PartitionName=new\n",
+        "NodeName=c1 CPUTot=4 RealMemory=8000 State=IDLE+DRAIN Partitions=cpu,old,new\n"
+        "NodeName=c2 CPUTot=4 RealMemory=8000 Partitions=cpu\n",
+    )
+    assert [p.state for p in found.partitions] == ["UP", "DOWN", "UP"]
+    assert [n.state for n in found.get("cpu").nodes] == ["IDLE+DRAIN", ""]
+    assert found.get("old").describe().startswith("old (down): 1 node;")
+
+
+def test_a_pending_job_whose_memory_scontrol_did_not_say_asks_for_nothing_known():
+    job = SlurmJob("5", "j", "PENDING", "Resources", "", num_cpus=2, min_memory="N/A")
+    assert pending.requested(job) is None
+    assert pending.never_starts(job, cluster.parse_cluster("PartitionName=cpu\n", "")) is None
+    assert pending.requested(SlurmJob("5", "j", "PENDING", "", "", num_cpus=2, min_memory="32GB"))
+
+
+# ---- the one-line chain summary ---------------------------------------------------------------
+def test_a_stage_is_cancelled_when_any_of_its_jobs_is():
+    assert chain_status.bucket(["CANCELLED"]) == "cancelled"
+    assert chain_status.bucket(["COMPLETED", "CANCELLED by 0"]) == "cancelled"
+    assert chain_status.bucket(["CANCELLED", "FAILED"]) == "failed"
+
+
+def test_a_requeued_or_suspended_job_is_pending_with_its_reason():
+    jobs = {"7": SlurmJob("7", "s", "REQUEUED", "BeginTime", "")}
+    record = {"stages": [{"name": "s", "job_id": "7"}]}
+    [state] = chain_status.stage_states(record, jobs)
+    assert (state.state, state.detail) == ("pending", "BeginTime")
+
+
+def test_the_latest_chain_record_of_each_directory_is_read(tmp_path):
+    from rl755.slurm import resume
+
+    for d, n in (("a", 1), ("b", 3)):
+        for i in range(n):
+            path = tmp_path / d / f"{resume.CHAIN_PREFIX}2026010{i}.json"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text("{}")
+    assert chain_status.find_chain_records(str(tmp_path)) == [
+        str(tmp_path / "a" / f"{resume.CHAIN_PREFIX}20260100.json"),
+        str(tmp_path / "b" / f"{resume.CHAIN_PREFIX}20260102.json"),
+    ]
+
+
+def test_without_slurm_a_stage_is_as_its_processes_latest_records_say(tmp_path):
+    """A job SLURM has forgotten: each array task's latest record counts (a requeued task's
+    earlier failure does not)."""
+    runs = tmp_path / "out" / "runs"
+    runs.mkdir(parents=True)
+
+    def record(name, job_id, task, state, start):
+        slurm_ids = {"job_id": job_id, "array_job_id": "40", "array_task_id": task}
+        data = {"stage": "s", "status": state, "slurm": slurm_ids, "start_time": start}
+        (runs / f"{name}.json").write_text(json.dumps(data))
+
+    record("a", "41", "0", "interrupted", "2026-01-01T00:00:00+00:00")
+    record("b", "42", "1", "failed", "2026-01-01T00:00:01+00:00")
+    record("c", "41", "0", "completed", "2026-01-01T00:00:02")
+    entry = {"name": "s", "job_id": "40", "out_dir": str(tmp_path / "out")}
+    [state] = chain_status.stage_states({"stages": [entry]}, {})
+    assert state.state == "failed"
+    record("d", "42", "1", "completed", "2026-01-01T00:00:03")
+    [state] = chain_status.stage_states({"stages": [entry]}, {})
+    assert state.state == "done"
+
+
+def test_every_stage_of_a_chain_gets_a_state_after_one_done_before_it():
+    jobs = {"8": SlurmJob("8", "t", "RUNNING", "None", "")}
+    record = {"stages": [{"name": "s", "action": "done"}, {"name": "t", "job_id": "8"}]}
+    states = chain_status.stage_states(record, jobs)
+    assert [(s.name, s.state, s.detail) for s in states] == [
+        ("s", "done", "done before this submission"),
+        ("t", "running", ""),
+    ]
+
+
+# ---- status rows of submissions and records ---------------------------------------------------
+def _submission(tmp_path, job_id, folder, submit_time, **extra):
+    """`<folder>/slurm/job-<id>.json`, as the launcher writes it; name: the folder's."""
+    d = tmp_path / folder / "slurm"
+    d.mkdir(parents=True, exist_ok=True)
+    data = {"job_id": job_id, "name": folder, "out_dir": str(tmp_path / folder)}
+    data.update(submit_time=submit_time, **extra)
+    (d / f"job-{job_id}.json").write_text(json.dumps(data))
+
+
+def test_a_submission_with_its_one_record_is_listed_once(tmp_path, monkeypatch):
+    """A submission file without num_tasks is one job; its run record is its row."""
+    from rl755.common import run_record
+
+    monkeypatch.setenv("SLURM_JOB_ID", "50")
+    with run_record.record_run(str(tmp_path / "a"), {}, "a"):
+        pass
+    _submission(tmp_path, "50", "a", "2026-01-01T00:00:00+00:00")
+    _submission(tmp_path, "51", "b", "2026-01-01T00:00:01+00:00")
+    monkeypatch.setattr(status, "query_slurm", lambda ids: {})
+    rows = status.collect_status(str(tmp_path))
+    assert sorted((r.stage, r.job, r.state_source) for r in rows) == [
+        ("a", "50", "record"),
+        ("b", "51", "submission"),
+    ]
+
+
+def test_a_job_pending_again_after_its_run_shows_both(tmp_path, monkeypatch):
+    from rl755.common import run_record
+
+    monkeypatch.setenv("SLURM_JOB_ID", "60")
+    with run_record.record_run(str(tmp_path / "a"), {}, "a"):
+        pass
+    job = SlurmJob("60", "a", "PENDING", "BeginTime", "")
+    monkeypatch.setattr(status, "query_slurm", lambda ids: {"60": job})
+    [row] = status.collect_status(str(tmp_path))
+    assert (row.state, row.state_source) == ("PENDING (record: completed)", "slurm")
+
+
+def test_submissions_after_those_passed_over_are_listed_and_a_stuck_one_says_so(
+    tmp_path, monkeypatch
+):
+    """Passed over: a submission with its record, a finished array with a record, one
+    submitted again since; the submissions after them are listed, and a pending job that
+    never starts says so in its row and under the table."""
+    from rl755.common import run_record
+
+    for job in ("70", "71"):
+        monkeypatch.setenv("SLURM_JOB_ID", job)
+        with run_record.record_run(str(tmp_path / "x"), {}, f"s{job}"):
+            pass
+    _submission(tmp_path, "70", "x", "2026-01-01T00:00:00+00:00", name="a")
+    _submission(tmp_path, "71", "x", "2026-01-01T00:00:01+00:00", name="b", num_tasks=2)
+    _submission(tmp_path, "72", "x", "2026-01-01T00:00:02+00:00", name="c")
+    _submission(tmp_path, "73", "x", "2026-01-01T00:00:03+00:00", name="c")
+    stuck = SlurmJob("73", "c", "PENDING", "PartitionTimeLimit", "")
+    done = SlurmJob("71", "b", "COMPLETED", "None", "0:0")
+    monkeypatch.setattr(status, "query_slurm", lambda ids: {"71": done, "73": stuck})
+    monkeypatch.setattr(cluster, "read_cluster", lambda fresh=False: None)
+    rows = status.collect_status(str(tmp_path))
+    assert sorted((r.stage, r.job, r.state) for r in rows) == [
+        ("c", "73", "PENDING (PartitionTimeLimit) NEVER STARTS"),
+        ("s70", "70", "completed"),
+        ("s71", "71", "COMPLETED"),
+    ]
+    c = next(r for r in rows if r.stage == "c")
+    assert c.never_starts == pending.never_starts(stuck)
+    assert c.never_starts.startswith("pending (PartitionTimeLimit) and will never start")
+    assert f"! c 73: {c.never_starts}" in status.format_table(rows)
