@@ -197,7 +197,9 @@ def test_the_slurm_report_sums_up_the_stages_from_their_run_records(
     clock.now = 1767225600.0 + 1000  # 2026-01-01T00:00:00 UTC + 1000 s
     expected = []
     for i, stage in enumerate(stages):
-        processes = [f for task in expand_instances(stage.flags, stage.array or ArraySpec()) for f in task]
+        processes = [
+            f for task in expand_instances(stage.flags, stage.array or ArraySpec()) for f in task
+        ]
         done = processes if i != 1 else processes[:-1]  # one process of stage 1 is missing
         if i == 1 and len(processes) == 1:
             done = []
@@ -219,7 +221,9 @@ def test_the_slurm_report_sums_up_the_stages_from_their_run_records(
     with open(os.path.join(out, runners.SUMMARY)) as f:
         assert json.load(f) == json.loads(json.dumps(summary))
     reports = [
-        r for r in run_record.read_records(os.path.join(out, "runs")) if r["stage"] == "pipeline_report"
+        r
+        for r in run_record.read_records(os.path.join(out, "runs"))
+        if r["stage"] == "pipeline_report"
     ]
     assert len(reports) == 1 and reports[0]["status"] == "completed"
     assert reports[0]["flags"] == runners.report_flags(out)

@@ -127,3 +127,72 @@ def test_elapsed_time_reads_hours_minutes_seconds():
     assert row.elapsed() == "1:01:01"
     row.end_time = "2026-01-01T00:30:00+00:00"
     assert row.elapsed() == "0:30:00"
+
+
+def test_a_jobs_nodes_and_cpus_per_node_are_read():
+    (job,) = job_state.parse_scontrol("JobId=3 JobState=PENDING NumNodes=2 NumCPUs=8 CPUs/Task=4\n")
+    assert (job.num_nodes, job.num_cpus) == (2, 4)
+
+
+def test_metrics_beyond_the_limit_are_counted_not_shown():
+    from rl755.slurm import status
+
+    metrics = {"a": (1, 0.5), "b": (2, 1.25), "c": (3, 2.0)}
+    assert status._short_metrics(metrics, None, 4) == "a=0.5@1 b=1.25@2 c=2@3"
+    assert status._short_metrics(metrics, None, 2) == "a=0.5@1 b=1.25@2 (+1)"
+    assert status._short_metrics(metrics, "b|c", 4) == "b=1.25@2 c=2@3"
+
+
+def test_a_pending_job_with_no_reason_too_big_for_its_partition_says_both():
+    fake = cluster.parse_cluster(PARTITIONS, NODES)
+    job = job_state.SlurmJob("9", "j", "PENDING", "", "", partition="cpu", num_cpus=64,
+                             min_memory="1G", num_nodes=1)  # fmt: skip
+    why = pending.never_starts(job, fake)
+    assert why.startswith(
+        "pending (no reason) and will never start: its request is larger than any node: asks "
+    )
+
+
+def test_a_request_for_several_partitions_says_why_each_refuses():
+    fake = cluster.parse_cluster(PARTITIONS, NODES)
+    ask = sbatch.Resources(partition="gpu,empty", cpus=64, time="10")
+    each = [
+        fake.problem(sbatch.Resources(partition=p, cpus=64, time="10")) for p in ("gpu", "empty")
+    ]
+    assert fake.problem(ask) == f"{each[0]}; {each[1]}"
+    assert "partition gpu" in each[0] and "partition empty" in each[1]
+    assert fake.problem(sbatch.Resources(partition="gpu,cpu", cpus=40, time="10")) is None
+
+
+def test_commands_and_options_are_quoted_for_the_shell():
+    assert launcher.quote(["python", 3, "a b"]) == "python 3 'a b'"
+    assert sbatch.quote_option("--partition=a b") == "--partition='a b'"
+    assert sbatch.quote_option("--requeue") == "--requeue"
+
+
+def test_list_flags_get_each_instances_placeholders():
+    from rl755.slurm import instances
+
+    tasks = instances.expand_instances(
+        {"xs": ["{task_index}", 1]}, instances.ArraySpec(num_tasks=2)
+    )
+    assert [t[0]["xs"] for t in tasks] == [["0", 1], ["1", 1]]
+
+
+def test_a_record_without_a_status_or_with_a_forgotten_job_says_so(tmp_path, monkeypatch):
+    import json
+
+    from rl755.slurm import status
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "a.json").write_text(json.dumps({"stage": "a", "start_time": "2026-01-01T00:00:00"}))
+    running = {"stage": "b", "status": "running", "slurm": {"job_id": "80"},
+               "start_time": "2026-01-01T00:00:01", "host": "elsewhere"}  # fmt: skip
+    (runs / "b.json").write_text(json.dumps(running))
+    monkeypatch.setattr(status, "query_slurm", lambda ids: {})
+    rows = status.collect_status(str(tmp_path))
+    assert [(r.stage, r.state, r.state_source) for r in rows] == [
+        ("a", "unknown", "record"),
+        ("b", status.LOST, "record"),
+    ]

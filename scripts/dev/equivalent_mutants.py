@@ -14,6 +14,8 @@ KINDS = {
     # package, so code run while importing (module-level tables such as RECIPES) ran unmutated.
     # Listed only after the same change, made in the source, was seen failing the tests.
     "import-time": "runs while the module is imported, before mutmut switches a mutant on",
+    "same-value": "the changed expression evaluates to the same value for every input",
+    "same-for-the-program": "a spelling the program it is passed to reads the same way",
 }
 
 EQUIVALENT = {
@@ -29,4 +31,8 @@ EQUIVALENT = {
     "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_27": "import-time",
     "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_273": "import-time",
     "rl755.pipeline.recipes.x_encode_steps__mutmut_23": "import-time",
+    # mem_to_mb: (unit or "M").upper() with "m" for "M": upper-cased either way.
+    "rl755.slurm.cluster.x_mem_to_mb__mutmut_22": "same-value",
+    # query_slurm: sacct's --format field names in lower case; sacct ignores their case.
+    "rl755.slurm.job_state.x_query_slurm__mutmut_39": "same-for-the-program",
 }

@@ -31,7 +31,9 @@ from mutmut_copy import (  # noqa: F401  (re-exported: mutate.py, tests/test_mut
     scratch_copy,
 )
 
-# mutmut's verdicts (its exit codes per mutant); "timeout" counts as killed, as mutmut does.
+# mutmut's verdicts (its exit codes per mutant); "timeout" counts as killed, as mutmut does, and
+# the tables show how many timed out: a count that grows says the runs hang (a fork that
+# deadlocks), not that the tests kill.
 KILLED = ("killed", "timeout", "segfault")
 
 
@@ -68,8 +70,8 @@ def score_table(results: dict[str, dict[str, str]]) -> tuple[str, int, int]:
     function no selected test calls ("no tests") counts as a survivor; one left unrun by the
     time limit ("not checked") counts neither way."""
     rows = [
-        "| file | mutants | killed | survived | no tests | not run | score |",
-        "|---|---|---|---|---|---|---|",
+        "| file | mutants | killed | of which timed out | survived | no tests | not run | score |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     total_killed = total_tested = 0
     for path, verdicts in sorted(results.items()):
@@ -81,7 +83,8 @@ def score_table(results: dict[str, dict[str, str]]) -> tuple[str, int, int]:
         total_killed, total_tested = total_killed + killed, total_tested + tested
         score = f"{100 * killed / tested:.0f}%" if tested else "-"
         rows.append(
-            f"| {path} | {len(verdicts)} | {killed} | {survived} | {untested} | {not_run} | {score} |"
+            f"| {path} | {len(verdicts)} | {killed} | {count['timeout']} | {survived} | {untested} "
+            f"| {not_run} | {score} |"
         )
     return "\n".join(rows), total_killed, total_tested
 
@@ -145,8 +148,9 @@ def sample_table(
     verdict_of = {n: v for verdicts in results.values() for n, v in verdicts.items()}
     package_by_name = {n: package_of(p) for p, vs in results.items() for n in vs}
     rows = [
-        "| package | sampled | killed | survived | no tests | set apart | not run | score | 95% interval |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| package | sampled | killed | of which timed out | survived | no tests | set apart "
+        "| not run | score | 95% interval |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     survivors, scores = [], {}
     for package in sorted({package_by_name[n] for n in chosen}):
@@ -163,7 +167,8 @@ def sample_table(
         scores[package] = 100 * killed / tested if tested else None
         score = f"{scores[package]:.0f}%" if tested else "-"
         rows.append(
-            f"| {package} | {len(names)} | {killed} | {count['survived']} | {count['no tests']} "
+            f"| {package} | {len(names)} | {killed} | {count['timeout']} | {count['survived']} "
+            f"| {count['no tests']} "
             f"| {count['equivalent']} | {not_run} | {score} | {low:.0f}-{high:.0f}% |"
         )
     return "\n".join(rows), survivors, scores

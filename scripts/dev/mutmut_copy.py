@@ -244,6 +244,10 @@ def mutmut_config(package: str, tests: tuple[str, ...]) -> str:
         "also_copy =",
         *[f"    {p}" for p in ALSO_COPY],
         f"only_mutate = {package if package.endswith('.py') else package + '/*'}",
+        # Each mutant's tests run in a process forked from a server that has only collected
+        # the tests: forked from mutmut's own process, which ran TensorFlow while recording,
+        # a child hangs at its first TensorFlow op (the runtime's threads do not survive fork).
+        "process_isolation = forkserver",
         "pytest_add_cli_args_test_selection =",
         *[f"    {t}" for t in tests],
         "pytest_add_cli_args =",
