@@ -50,6 +50,43 @@ def _spelled(value) -> str:
     return str(value)
 
 
+# What a kind of step reads: (flag, the kind of step that wrote it, whether it must be the
+# latest output of that kind, whether the flag is required).
+READS = {
+    "encode": [("model_dir", "train_encoder", True, True)],
+    "train_sequential": [("initial_weights", "train_sequential", False, False)],
+    "train_controller": [
+        ("encoder_dir", "train_encoder", True, True),
+        ("sequential_model_dir", "train_sequential", True, True),
+        ("initial_params", "train_controller", False, False),
+    ],
+    "evaluate": [("model_dir", "train_controller", False, True)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_each_step_reads_the_models_earlier_steps_of_the_run_wrote(name):
+    """The wiring the zoo-row comparison leaves out (WIRING): a controller is trained with
+    the run's own VAE and its newest MDN-RNN, an evaluation plays a controller the run
+    trained (not a shipped model of the same name), the last one included."""
+    recipe = RECIPES[name]
+    written = {}  # kind of step -> the output dirs of its steps so far, in order
+    for step in recipe.steps:
+        for flag, kind, latest, required in READS.get(step.stage, []):
+            if flag not in step.flags and not required:
+                continue
+            earlier = written.get(kind, [])
+            if latest:
+                assert earlier and step.flags.get(flag) == earlier[-1], (step.name, flag)
+            else:
+                assert step.flags.get(flag) in earlier, (step.name, flag)
+        output = "out_dir" if step.stage in ("collect", "encode", "evaluate") else "model_dir"
+        if step.stage == "evaluate":
+            written.setdefault("evaluated", []).append(step.flags["model_dir"])
+        written.setdefault(step.stage, []).append(step.flags[output])
+    assert written["train_controller"][-1] in written["evaluated"]
+
+
 @pytest.mark.parametrize("recipe_name,step_name,row_name,differ", ROWS)
 def test_full_recipe_steps_train_with_the_zoo_rows_flags(recipe_name, step_name, row_name, differ):
     recipe = get_recipe(recipe_name)

@@ -118,7 +118,7 @@ def pack_run(out_dir: str, archive: str) -> dict:
             info.size = len(blob)
             tar.addfile(info, io.BytesIO(blob))
             for rel in files:
-                tar.add(os.path.join(out_dir, rel), arcname=rel, recursive=False)
+                tar.add(os.path.join(out_dir, rel), arcname=rel)  # files only
         os.replace(tmp, archive)
     finally:
         if os.path.exists(tmp):

@@ -31,6 +31,7 @@ EQUIVALENT = {
     "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_27": "import-time",
     "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_273": "import-time",
     "rl755.pipeline.recipes.x_encode_steps__mutmut_23": "import-time",
+    "rl755.pipeline.recipe_doom.x_doom_recipe__mutmut_457": "import-time",
     # mem_to_mb: (unit or "M").upper() with "m" for "M": upper-cased either way.
     "rl755.slurm.cluster.x_mem_to_mb__mutmut_22": "same-value",
     # query_slurm: sacct's --format field names in lower case; sacct ignores their case.

@@ -1,0 +1,156 @@
+"""What the pipeline leaves besides the stages' own outputs: the stages' flags, the pictures it
+collects, a SLURM chain's refusal, the recipe report's record and the archive of a packed
+run; each checked without training anything."""
+
+import json
+import os
+import tarfile
+import tempfile
+
+import pytest
+from fake_slurm import FakeSlurm
+
+from rl755 import pipeline
+from rl755.common import run_record
+from rl755.common.errors import BadInput
+from rl755.environments import Environments
+from rl755.pipeline import pack, recipe_runner, report, runners
+from rl755.slurm import cluster
+
+
+@pytest.mark.parametrize("name", sorted(pipeline.PRESETS))
+def test_every_stage_runs_on_the_presets_environment_with_seed_0_by_default(name):
+    preset = pipeline.PRESETS[name]
+    stages = pipeline.build_stages(preset, "/tmp/unused")
+    assert {s.name: s.flags.get("environment") for s in stages} == {
+        s.name: preset.environment for s in stages
+    }
+    with_seed_0 = pipeline.build_stages(preset, "/tmp/unused", seed=0)
+    assert [s.flags for s in stages] == [s.flags for s in with_seed_0]
+
+
+def _png(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b"png of " + path.encode())
+
+
+@pytest.mark.parametrize("connect", ["zoo", "directories"])
+def test_the_pictures_are_the_newest_of_each_stage_and_frames_of_the_runs_models(
+    tmp_path, monkeypatch, connect
+):
+    import dataclasses
+
+    from rl755 import visualize
+    from rl755.controller import resolve
+
+    preset = dataclasses.replace(pipeline.PRESETS["tiny"], connect=connect)
+    out = str(tmp_path)
+    paths = pipeline.Paths(out, Environments.from_name(preset.environment))
+    encoder_dir = paths.model_dir(preset.encoder_name)
+    _png(os.path.join(encoder_dir, "old.png"))
+    os.utime(os.path.join(encoder_dir, "old.png"), (1, 1))
+    _png(os.path.join(encoder_dir, "new.png"))
+    _png(os.path.join(paths.model_dir(preset.controller_name), "curve.png"))
+    drawn = []
+
+    def frames_of_models(env, encoder, seq, dst):
+        drawn.append(("models", encoder, seq))
+        _png(dst)
+
+    def frames_for_registry(env, encoder_name, sequential_name, dst):
+        drawn.append(("registry", encoder_name, sequential_name))
+        _png(dst)
+
+    monkeypatch.setattr(visualize, "predicted_frames_of_models", frames_of_models)
+    monkeypatch.setattr(visualize, "predicted_frames_for_registry", frames_for_registry)
+    monkeypatch.setattr(resolve, "EncoderFromDir", lambda *a: lambda: ("encoder", a))
+    monkeypatch.setattr(resolve, "SequentialModelFromDir", lambda *a: lambda: ("seq", a))
+
+    made = report.collect_pictures(preset, out)
+
+    pictures = paths.pictures_dir
+    assert made == [
+        os.path.join(pictures, "vae_reconstructions.png"),
+        os.path.join(pictures, "controller_learning_curve.png"),
+        os.path.join(pictures, "predicted_frames.png"),
+    ]
+    with open(made[0], "rb") as f:
+        assert f.read() == b"png of " + os.path.join(encoder_dir, "new.png").encode()
+    if connect == "directories":
+        z = int(preset.train_encoder["representation_size"])
+        encoder_args = (preset.environment, preset.train_encoder["model"], encoder_dir, z)
+        sequential_dir = paths.model_dir(preset.sequential_name)
+        assert drawn == [("models", ("encoder", encoder_args), ("seq", (sequential_dir,)))]
+    else:
+        assert drawn == [("registry", preset.encoder_name, preset.sequential_name)]
+
+
+def test_a_summarys_wall_time_is_kept_to_a_tenth_of_a_second(tmp_path, monkeypatch):
+    class Clock:
+        @staticmethod
+        def time():
+            return 1000.0
+
+    monkeypatch.setattr(report, "time", Clock)
+    summary = report.make_summary(pipeline.PRESETS["tiny"], str(tmp_path), [], 1000.0 - 12.34)
+    assert summary["total_seconds"] == 12.3
+
+
+def test_a_slurm_chain_that_can_never_start_is_refused_with_the_pipelines_flags(
+    tmp_path, monkeypatch
+):
+    slurm = FakeSlurm(tmp_path / "bin", monkeypatch)
+    slurm.answer("scontrol", stdout="PartitionName=p Default=YES MaxTime=5\n", match="partition")
+    slurm.answer("scontrol", stdout="NodeName=n CPUTot=1 RealMemory=100 Partitions=p\n", match="node")
+    cluster._read_cluster_cached.cache_clear()
+    for key in pipeline.stage_environ("/x"):
+        monkeypatch.delenv(key, raising=False)
+    try:
+        with pytest.raises(BadInput) as info:
+            runners.submit_slurm(pipeline.PRESETS["tiny"], str(tmp_path / "run"))
+    finally:
+        cluster._read_cluster_cached.cache_clear()
+    from rl755.pipeline.resources import flag_hint
+
+    assert flag_hint() in str(info.value)
+    assert slurm.calls("sbatch") == []  # nothing submitted
+    assert not os.path.exists(tmp_path / "run" / pipeline.stages.RUN_FILE)
+
+
+def test_the_recipe_report_is_recorded_with_its_flags(tmp_path, monkeypatch):
+    out = str(tmp_path / "run")
+    os.makedirs(out)
+    with open(os.path.join(out, "recipe.json"), "w") as f:
+        json.dump({"recipe": "tiny_car_racing_real", "seed": 0, "deterministic": None}, f)
+    summary = recipe_runner.report(out)
+    assert [r["status"] for r in summary["steps"]] == ["not done"] * len(summary["steps"])
+    [record] = [r for r in run_record.read_records(out) if r["stage"] == "recipe_report"]
+    assert record["flags"] == {"out_dir": out, "report": True}
+    assert record["status"] == "completed"
+
+
+def test_a_packed_run_holds_each_file_once_and_unpacks_beside_its_new_directory(
+    tmp_path, monkeypatch
+):
+    from test_pack import _fake_run
+
+    out = _fake_run(tmp_path / "run")
+    archive = str(tmp_path / "run.tar.gz")
+    manifest = pack.pack_run(out, archive)
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert len(names) == len(set(names)) == len(manifest["files"]) + 1
+    staged = []
+    real = tempfile.mkdtemp
+
+    def mkdtemp(**kwargs):
+        staged.append(kwargs.get("dir"))
+        return real(**kwargs)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    target = tmp_path / "elsewhere" / "run"
+    pack.unpack_run(archive, str(target))
+    # Staged in the new directory's parent, so that the last rename stays on one file system.
+    assert staged == [str(target.parent)]
+    assert sorted(os.listdir(target.parent)) == ["run"]
