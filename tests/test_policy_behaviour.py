@@ -129,3 +129,15 @@ def test_always_exploring_controller_plays_the_seeded_action_space(controller_di
     own = episodes.single_rollout(FAKE.make_fn(), controller_policy(FAKE, controller_dir)(),
                                   max_steps=10, seed=8)  # fmt: skip
     assert np.any(np.abs(np.stack(own.action_l) - expected[: len(own.action_l)]) > 1e-3)
+
+
+def test_perlin_octaves_add_up_each_at_half_the_period_and_amplitude():
+    """Two octaves are the first octave plus half of one at half the period (same draws),
+    scaled by the amplitudes' sum."""
+    from rl755.policies.generic import perlin_noise_1d
+
+    rng = np.random.default_rng(3)
+    first = perlin_noise_1d(rng, 50, 8.0, octaves=1) / 2.0  # each alone is scaled by 2 / 1
+    second = perlin_noise_1d(rng, 50, 4.0, octaves=1) / 2.0
+    both = perlin_noise_1d(np.random.default_rng(3), 50, 8.0, octaves=2)
+    np.testing.assert_allclose(both, 2.0 * (first + 0.5 * second) / 1.5, rtol=1e-5, atol=1e-6)
