@@ -398,3 +398,16 @@ def test_an_entry_says_how_its_object_is_seeded(registered):
             num_discrete_actions=2,
             seed_argument="seed",
         )
+
+
+def test_an_entry_written_with_lists_holds_tuples_and_compares_as_one():
+    """Shapes and squashes given as lists (as from a JSON config) are stored as tuples, so
+    that entries compare equal and hash: the same entry, however written."""
+    box = dict(open_ai_name="X-v0", action_low=(0.0, 0.0), action_high=(1.0, 1.0))
+    listed = EnvironmentSpec("TWO_D", observation_shape=[16, 16, 3], action_shape=[2],
+                             controller_squash=["scaled", "clipped"], **box)  # fmt: skip
+    as_tuples = EnvironmentSpec("TWO_D", observation_shape=(16, 16, 3), action_shape=(2,),
+                                controller_squash=("scaled", "clipped"), **box)  # fmt: skip
+    assert listed.action_shape == (2,) and listed.observation_shape == (16, 16, 3)
+    assert listed.controller_squash == ("scaled", "clipped")
+    assert listed == as_tuples and hash(listed) == hash(as_tuples)
