@@ -99,3 +99,20 @@ def test_episode_difference_says_where_episodes_part():
     assert replay.episode_difference(a, a[:1], [0.0, 1.0], [0.0, 2.0]) == (
         "lengths differ (2 vs 1 frames); rewards differ from step 1 on (1.0 vs 2.0)"
     )
+
+
+def test_fake_encoder_reads_the_cars_place_and_speed_to_within_a_pixel():
+    env = Environments.FAKE_PIXELS.make()
+    frame, _ = env.reset(seed=1)
+    inner = env.unwrapped
+    frames, states = [frame], [(inner._x, inner._speed)]
+    for t in range(12):  # full gas, then a brake: speeds from 0 to about 1 and back
+        frame, *_ = env.step([0.1, 1.0, 0.0] if t < 10 else [0.0, 0.0, 1.0])
+        frames.append(frame)
+        states.append((inner._x, inner._speed))
+    z = FakeLatentEncoder().compute_full_representation(np.stack(frames))[0].numpy()
+    size = inner.size
+    x, speed = np.array(states).T
+    assert np.all(np.abs(z[:, 0] - x) <= 0.5 / (size - 2) + 1e-6)
+    assert np.all(np.abs(z[:, 1] - speed) <= 0.5 / (size - 1) + 1e-6)
+    assert speed.max() > 0.99  # the whole speed range was read
