@@ -102,7 +102,9 @@ def test_a_slurm_chain_that_can_never_start_is_refused_with_the_pipelines_flags(
 ):
     slurm = FakeSlurm(tmp_path / "bin", monkeypatch)
     slurm.answer("scontrol", stdout="PartitionName=p Default=YES MaxTime=5\n", match="partition")
-    slurm.answer("scontrol", stdout="NodeName=n CPUTot=1 RealMemory=100 Partitions=p\n", match="node")
+    slurm.answer(
+        "scontrol", stdout="NodeName=n CPUTot=1 RealMemory=100 Partitions=p\n", match="node"
+    )
     cluster._read_cluster_cached.cache_clear()
     for key in pipeline.stage_environ("/x"):
         monkeypatch.delenv(key, raising=False)

@@ -318,3 +318,27 @@ def test_missing_encoded_shards_name_the_flags_and_the_directories_found(tmp_pat
         f"{root / 'raw_rollout_vae_4ld'}: pass --rollouts_dataset=RawRolloutVae4ld."
     ) in found
     assert not (tmp_path / "model").exists()
+
+
+def test_dataset_info_of_another_observation_shape_fails_fast(raw_dir):
+    sharded_io.write_dataset_info(
+        str(raw_dir), {"environment": "FAKE_PIXELS", "observation_shape": [32, 32, 3]}
+    )
+    with pytest.raises(ValueError, match=r"expects observations of shape \(16, 16, 3\) but .* "
+                       r"holds \(32, 32, 3\) \(dataset_info.json\)"):  # fmt: skip
+        RawRollouts().get_tfrecord_files()
+
+
+def test_unshuffled_rollouts_come_in_one_order_on_any_machine(tmp_path):
+    """Without shuffling: one rollout of each of up to 8 shards in turn, then the next, the
+    same order whatever the number of cores (a parallel read keeps it)."""
+    d = tmp_path / "data" / "fake" / "raw_rollouts"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for shard in range(10):  # shard s holds rollouts of 10 * s + 1 and 10 * s + 2 steps
+        rollouts = [_raw_rollout(rng, 10 * shard + k) for k in (1, 2)]
+        _write(d, "rollouts-train", rollouts, "GZIP", shard, 10)
+    ds = RawRollouts().rollouts_ds(shuffle_files=False)
+    lengths = [len(r["rewards"]) for r in ds.as_numpy_iterator()]
+    first_eight = [10 * s + 1 for s in range(8)] + [10 * s + 2 for s in range(8)]
+    assert lengths == first_eight + [81, 91, 82, 92]

@@ -116,7 +116,8 @@ class RolloutDatasetBuilder(abc.ABC):
         """Whole rollouts, read in parallel from all shards: {"observations": uint8
         [T, H, W, C] (raw) or float32 [T, Z] (encoded), "actions": float32 [T, A], "rewards":
         float32 [T], "done": bool [], "observation_std_devs": float32 [T, Z] (encoded datasets
-        that have them)}."""
+        that have them)}. With `shuffle_files=False` the order is fixed on any machine: one
+        rollout of each of up to 8 shards in turn (in file order), then the next."""
         return self._raw_rollouts_ds(split, repeat, shuffle_files).map(
             self._parser(), num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle_files
         )
