@@ -397,3 +397,25 @@ def test_the_repositorys_shipped_models_are_rows_within_the_size_limit():
         row = zoo.get(record["environment"], name)
         assert row.folder_name == folder and row.kind == record["kind"]
         assert row.flags == record["flags"], f"{name}: its row's flags changed since it shipped"
+
+
+def test_a_controller_with_non_finite_parameters_is_refused(trained, shipped_root, tmp_path):
+    import shutil
+
+    copy = tmp_path / "nan_controller"
+    shutil.copytree(_source(trained, CONTROLLER), copy)
+    params_file = copy / shipped.CONTROLLER_FILES[1]
+    params = np.load(params_file)
+    params[0] = np.nan
+    with open(params_file, "wb") as f:
+        np.save(f, params)
+    with pytest.raises(BadInput, match=f"^{copy}/{shipped.CONTROLLER_FILES[1]} holds non-finite"):
+        ship.ship_model(ENV, CONTROLLER, model_dir=str(copy))
+    assert not (shipped_root / "fake" / CONTROLLER).exists()
+
+
+def test_a_controllers_training_dirs_are_read_from_its_model_names():
+    assert ship._dir_of("dir:/runs/mdn") == "/runs/mdn"
+    assert ship._dir_of("dir:vae.Vae:32:/runs/vae") == "/runs/vae"
+    assert ship._dir_of("dir:/runs/a:b") == "/runs/a:b"  # a colon in a plain dir stays
+    assert ship._dir_of("mdn_rnn_64ld") is None

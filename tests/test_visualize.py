@@ -172,3 +172,28 @@ def test_registered_models_are_loaded_by_kind_and_drawn(monkeypatch, tmp_path):
     assert visualize.predicted_frames_for_registry("FAKE_PIXELS", "e", "s", out, 3) == out
     assert asked == [("FAKE_PIXELS", "e", zoo.ENCODER), ("FAKE_PIXELS", "s", zoo.SEQUENTIAL)]
     assert drawn == [("FAKE_PIXELS", "built e", "built s", out, 3)]
+
+
+def test_latent_projection_labels_its_colour_bar_axes_and_title(tiny_world_model, monkeypatch):
+    vae, _, frames, _ = tiny_world_model
+    assert _open(visualize.latent_projection(vae, frames)).size == (600, 450)  # 6 x 4.5 in
+    figures = []
+    real = visualize.figure
+    monkeypatch.setattr(visualize, "figure", lambda fig: figures.append(fig) or real(fig))
+    visualize.latent_projection(vae, frames)
+    visualize.latent_projection(vae, frames, np.arange(len(frames)), "reward")
+    (ax, bar), (_, reward_bar) = (f.axes for f in figures)
+    assert (bar.get_ylabel(), reward_bar.get_ylabel()) == ("time step", "reward")
+    z = vae.representation_size
+    assert ax.get_title() == f"z of {len(frames)} frames (Z = {z})"
+    assert ax.title.get_fontsize() == 9
+    assert ax.get_xlabel().startswith("PC 1 (") and ax.get_ylabel().startswith("PC 2 (")
+
+
+def test_world_model_rows_encode_only_the_frames_they_show(tiny_world_model, monkeypatch):
+    vae, seq, frames, actions = tiny_world_model
+    encoded = []
+    real = visualize.encode
+    monkeypatch.setattr(visualize, "encode", lambda e, f: encoded.append(len(f)) or real(e, f))
+    visualize.world_model_rows(vae, seq, frames, actions, start=2, num_steps=3, rows=("VAE",))
+    assert encoded == [6]  # frames 0..5: the start's context and the steps shown
