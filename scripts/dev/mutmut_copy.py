@@ -73,7 +73,7 @@ PACKAGE_TESTS = {
     ),
     "rl755/evaluation": (
         "tests/test_world_model_eval.py", "tests/test_evaluation_figures.py",
-        "tests/test_retrieval.py",
+        "tests/test_retrieval.py", "tests/test_evaluation_parts.py",
     ),
     "rl755/models": (
         "tests/test_encoder.py", "tests/test_sequential_models.py",
