@@ -188,3 +188,25 @@ def test_kept_workers_serve_the_next_pool_of_their_kind_only(pool):
     with RayWorkerPool(cls, size=1, startup_timeout=120) as plain:  # keep_workers off
         plain.run("job", _jobs(1))
     assert ray_pool.KEPT["actors"] == []
+
+
+def test_the_first_ready_worker_logs_the_start_up_once(caplog):
+    """What a user reads about Ray's start-up cost, said once per pool."""
+    p = RayWorkerPool.__new__(RayWorkerPool)  # no Ray needed for the bookkeeping
+    p.first_ready_s, p._created, p.ray_start_s = None, time.monotonic() - 2.0, 1.25
+    p._started_ray, p.kept_workers_taken, p.size = True, 1, 3
+    with caplog.at_level("INFO", logger=ray_pool.__name__):
+        p._note_ready()
+        p._note_ready()
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.startswith("Ray start-up 2.")
+    assert line.endswith(": local cluster started in 1.2 s, first worker ready after "
+                         f"{p.first_ready_s:.1f} s (1 of 3 workers kept from an earlier run).")  # fmt: skip
+
+
+def test_taking_kept_workers_of_an_ended_session_leaves_none_kept():
+    from rl755.common import ray_session
+
+    ray_session.KEPT.update(session="an ended one", key="k", actors=["handle"])
+    assert ray_session.kept_for("k", 1) == []
+    assert ray_session.KEPT == {"session": None, "key": None, "actors": []}

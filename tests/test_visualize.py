@@ -197,3 +197,10 @@ def test_world_model_rows_encode_only_the_frames_they_show(tiny_world_model, mon
     monkeypatch.setattr(visualize, "encode", lambda e, f: encoded.append(len(f)) or real(e, f))
     visualize.world_model_rows(vae, seq, frames, actions, start=2, num_steps=3, rows=("VAE",))
     assert encoded == [6]  # frames 0..5: the start's context and the steps shown
+
+
+def test_frames_in_0_1_become_bytes_clipped_and_rounded():
+    from rl755.common.pictures import to_uint8
+
+    frames = np.array([-0.2, 0.0, 0.5, 1.0, 1.5, 0.999])
+    np.testing.assert_array_equal(to_uint8(frames), [0, 0, 128, 255, 255, 255])

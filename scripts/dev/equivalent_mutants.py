@@ -16,6 +16,7 @@ KINDS = {
     "import-time": "runs while the module is imported, before mutmut switches a mutant on",
     "same-value": "the changed expression evaluates to the same value for every input",
     "same-for-the-program": "a spelling the program it is passed to reads the same way",
+    "clock-tie": "a comparison of clock readings that differs only when they are exactly equal",
 }
 
 EQUIVALENT = {
@@ -36,4 +37,7 @@ EQUIVALENT = {
     "rl755.slurm.cluster.x_mem_to_mb__mutmut_22": "same-value",
     # query_slurm: sacct's --format field names in lower case; sacct ignores their case.
     "rl755.slurm.job_state.x_query_slurm__mutmut_39": "same-for-the-program",
+    # RayWorkerPool.run: a job's deadline `<= now` as `< now`; both are time.monotonic()
+    # floats, and the next wake-up (at most POLL_S later) sees the deadline passed either way.
+    "rl755.common.ray_pool.xǁRayWorkerPoolǁrun__mutmut_130": "clock-tie",
 }
