@@ -204,3 +204,42 @@ def test_frames_in_0_1_become_bytes_clipped_and_rounded():
 
     frames = np.array([-0.2, 0.0, 0.5, 1.0, 1.5, 0.999])
     np.testing.assert_array_equal(to_uint8(frames), [0, 0, 128, 255, 255, 255])
+
+
+def test_predicted_frames_are_drawn_from_the_first_long_enough_validation_rollout(
+    tiny_world_model, tmp_path, monkeypatch
+):
+    from test_rollout_datasets import _raw_rollout, _write
+
+    vae, seq, _, _ = tiny_world_model
+    rng = np.random.default_rng(0)
+    raw = tmp_path / "data" / "fake" / "raw_rollouts"
+    raw.mkdir(parents=True)
+    _write(raw, "rollouts-validation", [_raw_rollout(rng, 8), _raw_rollout(rng, 30)])
+    _write(raw, "rollouts-train", [_raw_rollout(rng, 80)])
+    drawn = []
+
+    def predicted_frames(encoder, seq_, frames, actions, start, num_steps):
+        drawn.append((len(actions), start, num_steps))
+        return np.zeros((H, W, 3), np.uint8)
+
+    monkeypatch.setattr(visualize, "predicted_frames", predicted_frames)
+    env = Environments.FAKE_PIXELS
+    out = str(tmp_path / "p.png")
+    assert visualize.predicted_frames_of_models(env, vae, seq, out, num_steps=4) == out
+    assert drawn == [(30, 25, 4)]  # 30 steps: starts 4 + 1 before the end (at most 50)
+    visualize.predicted_frames_of_models(env, vae, seq, out, num_steps=20)  # 41 steps: train
+    assert drawn[1] == (80, 50, 20)
+    with pytest.raises(ValueError, match="No rollout with at least 201 steps"):
+        visualize.predicted_frames_of_models(env, vae, seq, out, num_steps=100)
+
+
+def test_a_predictions_picture_starts_after_8_steps_by_default(tiny_world_model, monkeypatch):
+    vae, seq, frames, actions = tiny_world_model
+    titles = []
+    real = visualize.labeled_rows
+    monkeypatch.setattr(
+        visualize, "labeled_rows", lambda rows, title: titles.append(title) or real(rows, title)
+    )
+    visualize.predictions_image(vae, seq, frames, actions)
+    assert titles == ["steps 9-16"]
