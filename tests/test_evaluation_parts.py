@@ -2,6 +2,8 @@
 model's predicted reward, decoded frames' dtype, the table's header, the error-curve figure
 with frame errors, and the dataset a --rollouts_pattern selects."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -81,3 +83,95 @@ def test_a_rollouts_pattern_is_what_the_named_dataset_reads(tmp_path):
     assert dataset.tfrecords_pattern() == pattern
     own = run.resolve_dataset("FAKE_PIXELS", "RawRolloutVae4ld", None).tfrecords_pattern()
     assert own != pattern and "encoded_rollouts" in own
+
+
+def test_the_table_has_a_row_per_measure_and_an_empty_baseline_column_without_one():
+    data = from_episodes(fake_env_rollouts(num=4))
+    settings = benchmark.Settings(horizons=(1, 2), context_length=2, num_starts=4, seed=0)
+    from rl755.testing.fake_world_model import FakeDynamicsModel
+
+    report = benchmark.evaluate_world_model("exact", FakeDynamicsModel(), data, settings)
+    rows = benchmark.table_rows([report])
+    assert [r[0] for r in rows] == [
+        "params", "next-step z MSE", "next-step z NLL/dim", "open-loop z MSE k=1",
+        "open-loop z MSE k=2", "decoded frame MSE k=1", "decoded frame MSE k=2",
+        "episode-end Brier", "  Brier of the base rate", "  predicted / real ends",
+        "reward MSE", "dream gap mean |D-R|", "  relative to mean |R|", "seconds",
+    ]  # fmt: skip
+    assert all(len(r) == 3 and r[-1] == "" for r in rows)  # no baseline given
+    with_base = benchmark.table_rows([report], benchmark.baselines(data, settings))
+    assert with_base[1][-1] != "" and with_base[3][-1] != ""
+
+
+def test_training_cost_reports_what_it_measured_with():
+    from sequential_helpers import fake_model
+
+    from rl755.evaluation import cost
+
+    t = cost.training_cost(fake_model("lstm.deterministic_lstm"), 4, 5, steps=2, warmup=1)
+    assert (t["batch_size"], t["sequence_length"]) == (4, 5)
+    assert sorted(t) == [
+        "batch_size", "cpu_seconds_per_step", "params", "sequence_length",
+        "sequences_per_cpu_second", "sequences_per_second",
+    ]  # fmt: skip
+
+
+def test_the_real_hazard_is_drawn_once_black_and_dashed(tmp_path, monkeypatch):
+    drawn = []
+    real = figures._save
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(fig) or real(fig, path))
+    hazard = {"step_start": [0, 10], "step_end": [10, 20], "predicted": [0.1, 0.2],
+              "real": [0.1, None], "at_risk": [5, 2]}  # fmt: skip
+    reliability = {"mean_predicted": [0.1, 0.5], "observed": [0.0, 1.0], "count": [3, 0]}
+    ee = {"hazard": hazard, "reliability": reliability, "brier": 0.25}
+    summaries = [{"model": m, "episode_end": ee} for m in ("a", "b")]
+    figures.calibration_figure(str(tmp_path / "c.png"), summaries)
+    _, haz = drawn[0].axes
+    lines = {line.get_label(): line for line in haz.get_lines()}
+    assert sorted(lines) == ["a", "b", "real"]
+    assert (lines["real"].get_linestyle(), lines["real"].get_color()) == ("--", "k")
+
+
+def test_a_sampling_models_next_step_has_a_reward_only_with_a_reward_head():
+    from rl755.testing.fake_world_model import FakeDynamicsModel
+
+    class NoHeads(FakeDynamicsModel):
+        has_reward_head = False
+        has_done_head = False
+
+        def predict_from_hidden(self, hidden):
+            raise NotImplementedError
+
+        def sample_next(self, hidden, temperature=1.0, seed=None, z=None):
+            return {"z": hidden[:, :2], "reward": hidden[:, 2], "done_prob": hidden[:, 3]}
+
+    class Heads(NoHeads):
+        has_reward_head = True
+        has_done_head = True
+
+    hidden = tf.constant([[0.5, 0.1, 0.7, 0.0]])
+    bare = predictions.predict_next(NoHeads(), hidden, z_t=hidden[:, :2])
+    assert bare.reward is None and bare.done_prob is None
+    full = predictions.predict_next(Heads(), hidden, z_t=hidden[:, :2])
+    np.testing.assert_allclose(full.reward.numpy(), [0.7])
+    np.testing.assert_allclose(full.done_prob.numpy(), [0.0])
+
+
+def test_every_picture_of_a_benchmark_run_goes_in_its_out_dir(tmp_path, monkeypatch):
+    from rl755.evaluation import run
+
+    data = from_episodes(fake_env_rollouts(num=4))
+    settings = benchmark.Settings(horizons=(1, 2), context_length=2, num_starts=4, seed=0)
+    from rl755.testing.fake_world_model import FakeDynamicsModel
+    from test_world_model_eval import DrawingEncoder
+
+    report = benchmark.evaluate_world_model(
+        "exact", FakeDynamicsModel(), data, settings, DrawingEncoder().decode
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(tmp_path)
+    names = run._write_pictures(str(out), [report], benchmark.baselines(data, settings), settings)
+    assert sorted(names.values()) == sorted(os.listdir(out))
+    assert sorted(names) == ["calibration", "frames:exact", "open_loop_error"]
+    assert sorted(os.listdir(tmp_path)) == ["out"]
