@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from PIL import Image
-from test_world_model_eval import RandomWalkMixture, fake_env_rollouts
+from test_world_model_eval import DrawingEncoder, RandomWalkMixture, fake_env_rollouts
 
 from rl755.evaluation import benchmark, figures, open_loop, predictions
 from rl755.evaluation.rollouts import from_episodes
+from rl755.testing.fake_world_model import FakeDynamicsModel
 
 
 class RewardingMixture(RandomWalkMixture):
@@ -44,8 +45,6 @@ def test_decoded_frames_are_float32_whatever_the_decoder_gives(dtype):
 def test_the_tables_last_column_is_the_copy_baseline():
     data = from_episodes(fake_env_rollouts(num=4))
     settings = benchmark.Settings(horizons=(1, 2), context_length=2, num_starts=4, seed=0)
-    from rl755.testing.fake_world_model import FakeDynamicsModel
-
     report = benchmark.evaluate_world_model("exact", FakeDynamicsModel(), data, settings)
     header = benchmark.format_table([report], benchmark.baselines(data, settings)).splitlines()[0]
     assert header.split() == ["metric", "exact", "copy", "z_t"]
@@ -88,8 +87,6 @@ def test_a_rollouts_pattern_is_what_the_named_dataset_reads(tmp_path):
 def test_the_table_has_a_row_per_measure_and_an_empty_baseline_column_without_one():
     data = from_episodes(fake_env_rollouts(num=4))
     settings = benchmark.Settings(horizons=(1, 2), context_length=2, num_starts=4, seed=0)
-    from rl755.testing.fake_world_model import FakeDynamicsModel
-
     report = benchmark.evaluate_world_model("exact", FakeDynamicsModel(), data, settings)
     rows = benchmark.table_rows([report])
     assert [r[0] for r in rows] == [
@@ -133,8 +130,6 @@ def test_the_real_hazard_is_drawn_once_black_and_dashed(tmp_path, monkeypatch):
 
 
 def test_a_sampling_models_next_step_has_a_reward_only_with_a_reward_head():
-    from rl755.testing.fake_world_model import FakeDynamicsModel
-
     class NoHeads(FakeDynamicsModel):
         has_reward_head = False
         has_done_head = False
@@ -162,9 +157,6 @@ def test_every_picture_of_a_benchmark_run_goes_in_its_out_dir(tmp_path, monkeypa
 
     data = from_episodes(fake_env_rollouts(num=4))
     settings = benchmark.Settings(horizons=(1, 2), context_length=2, num_starts=4, seed=0)
-    from rl755.testing.fake_world_model import FakeDynamicsModel
-    from test_world_model_eval import DrawingEncoder
-
     report = benchmark.evaluate_world_model(
         "exact", FakeDynamicsModel(), data, settings, DrawingEncoder().decode
     )
