@@ -275,3 +275,35 @@ def test_scripts_parse_their_flags(repo_root, script, required):
         [sys.executable, path, "--only_check_args"], capture_output=True, text=True
     )
     assert missing.returncode != 0 and required in missing.stderr
+
+
+def test_cpu_instances_share_the_cores_and_each_logs_its_place(tmp_path, monkeypatch, caplog):
+    """Without GPUs, K instances get cores / K threads each (at least 1), and each start is
+    logged as "instance k/K (outer shard o/n)"."""
+    python = _stub_python(tmp_path)
+    flags = {"environment": "FAKE_PIXELS", "model": SAVED, "split": "train"}
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    with caplog.at_level("INFO"):
+        encode_instances.run_instances(
+            flags, str(tmp_path / "out"), instances_per_job=2, job_index=1, num_jobs=2,
+            python=python, environ={},
+        )  # fmt: skip
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    assert ["--num_threads=4" in c for c in calls] == [True, True]
+    starts = [r.getMessage() for r in caplog.records if r.getMessage().startswith("instance")]
+    assert [s.split(":")[0] for s in starts] == [
+        "instance 1/2 (outer shard 2/4)",
+        "instance 2/2 (outer shard 3/4)",
+    ]
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    encode_instances.run_instances(
+        flags, str(tmp_path / "out"), instances_per_job=2, python=python, environ={}
+    )
+    assert all(
+        "--num_threads=1" in c for c in (tmp_path / "calls.txt").read_text().splitlines()[2:]
+    )
+
+
+def test_sub_shards_must_be_positive():
+    with pytest.raises(ValueError, match="^--num_sub_shards must be positive, got 0.$"):
+        encode_shards.sub_shard_files(["a"], 0)
