@@ -224,3 +224,11 @@ def test_a_child_process_records_each_instrumented_call_once_for_the_stats_run(g
     assert (hits / written).read_text().split() == ["rl755.a.x_f", "rl755.a.x_g"]
     assert "mutmut_child_stats.py" in generated.mutmut_config("rl755/zoo", ())
     assert "MUTANT_UNDER_TEST" in generated.CHILD_HOOK and "stats-child" in generated.CONFTEST_SHIM
+
+
+def test_every_python_process_of_a_mutant_run_imports_the_mutated_copy(generated, tmp_path):
+    """A stage script a test starts (and the scripts it starts) must run the mutants: the
+    runs put the copy's mutants/ first on PYTHONPATH, before the venv's checkout."""
+    env = generated.run_env(str(tmp_path))
+    assert env["PYTHONPATH"] == os.path.join(str(tmp_path), "mutants")
+    assert env["CUDA_VISIBLE_DEVICES"] == ""

@@ -177,6 +177,14 @@ def sample_table(
 MUTMUT = os.path.join(os.path.dirname(sys.executable), "mutmut")
 
 
+def run_env(copy: str) -> dict:
+    """The environment of mutmut's runs in `copy`: every Python process a test starts (a
+    stage script, a script those start in turn, a Ray worker) imports rl755 from the copy's
+    mutants/, where mutmut runs the tests, not from the checkout the venv installs."""
+    mutants = os.path.join(os.path.abspath(copy), "mutants")
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH=mutants)
+
+
 def mutmut_run(copy: str, env: dict, jobs: int, time_limit: float, names=()) -> str:
     """Runs `mutmut run` (only `names` if given) in `copy`; "" or the time-limit remark."""
     try:
@@ -226,11 +234,13 @@ def run_sample(
     package = package.rstrip("/")
     tests = sample_tests() if package == "rl755" else PACKAGE_TESTS.get(package, sample_tests())
     keep = keep or bool(copy)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH="")
     t0 = time.monotonic()
-    if not copy:
+    fresh = not copy
+    if fresh:
         copy = scratch_copy()
         prepare_copy(copy, package, tests)
+    env = run_env(copy)
+    if fresh:
         subprocess.run([sys.executable, "-c", GENERATE.format(jobs=jobs)], cwd=copy, env=env,
                        check=True, stdout=subprocess.DEVNULL)  # fmt: skip
     try:
@@ -273,7 +283,7 @@ def run_generated(
     if not copy:
         copy = scratch_copy()
         prepare_copy(copy, package, tests)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH="")
+    env = run_env(copy)
     t0 = time.monotonic()
     try:
         stopped = mutmut_run(copy, env, jobs, time_limit)
