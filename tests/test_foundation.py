@@ -213,6 +213,11 @@ def test_strict_lookup_lists_choices():
     # A missing attribute of an attribute: the error names the object it was looked up on.
     with pytest.raises(LookupError, match=r"rl755\.environments\.Environments has no 'NOPE'"):
         resolve("rl755", "environments.Environments.NOPE")
+    # The error calls it what the caller looks up ("name" unless said).
+    with pytest.raises(LookupError, match="^Invalid name '1x': expected a dotted Python name"):
+        resolve("rl755", "1x")
+    with pytest.raises(LookupError, match="^Invalid --model '1x'"):
+        resolve("rl755", "1x", what="--model")
 
 
 def test_nonfinite_loss_error_names_terms_checkpoint_and_advice():
