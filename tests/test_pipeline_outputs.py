@@ -7,6 +7,7 @@ import os
 import tarfile
 import tempfile
 
+import numpy as np
 import pytest
 from fake_slurm import FakeSlurm
 
@@ -156,3 +157,51 @@ def test_a_packed_run_holds_each_file_once_and_unpacks_beside_its_new_directory(
     # Staged in the new directory's parent, so that the last rename stays on one file system.
     assert staged == [str(target.parent)]
     assert sorted(os.listdir(target.parent)) == ["run"]
+
+
+def test_threads_reach_every_stage_that_takes_them():
+    from rl755.pipeline.stages import WIRED_FLAGS
+
+    for name, preset in pipeline.PRESETS.items():
+        for stage in pipeline.build_stages(preset, "/tmp/unused", threads=3):
+            kind = "encode" if stage.name.startswith("encode") else stage.name
+            if "num_threads" in WIRED_FLAGS.get(kind, ()):
+                assert stage.flags["num_threads"] == 3, (name, stage.name)
+
+
+def test_a_shards_rollouts_are_compared_whatever_its_compression(tmp_path):
+    from test_rollout_datasets import _raw_rollout, _write
+
+    from rl755.pipeline import compare
+
+    rng = np.random.default_rng(0)
+    rollouts = [_raw_rollout(rng, 3), _raw_rollout(rng, 4)]
+    _write(tmp_path, "gz", rollouts, "GZIP")
+    _write(tmp_path, "plain", rollouts, "")
+    [gz] = [str(p) for p in tmp_path.glob("gz*")]
+    [plain] = [str(p) for p in tmp_path.glob("plain*")]
+    arrays = compare._tfrecord_arrays(gz)
+    assert int(arrays["num_records"]) == 2 and arrays["1/actions"].shape == (4, 3)
+    assert compare.compare_files(gz, plain) is None  # the same rollouts: no difference
+
+
+def test_a_slurm_chain_writes_the_runs_preset_and_seed_before_submitting(tmp_path, monkeypatch):
+    from rl755.slurm import launcher
+
+    slurm = FakeSlurm(tmp_path / "bin", monkeypatch)
+    slurm.answer("sbatch", stdout="500\n", match="--parsable")
+    slurm.answer("scontrol", stdout="PartitionName=p Default=YES\n", match="partition")
+    node = "NodeName=n CPUTot=64 RealMemory=512000 Gres=gpu:8 Partitions=p\n"
+    slurm.answer("scontrol", stdout=node, match="node")
+    monkeypatch.setattr(launcher, "check_stage", lambda *a, **k: None)
+    cluster._read_cluster_cached.cache_clear()
+    for key in pipeline.stage_environ("/x"):
+        monkeypatch.delenv(key, raising=False)
+    out = str(tmp_path / "run")
+    try:
+        results = runners.submit_slurm(pipeline.PRESETS["tiny"], out, seed=3)
+    finally:
+        cluster._read_cluster_cached.cache_clear()
+    assert [r.job_id for r in results] == ["500"] * len(results)
+    preset, seed = runners.read_run_file(out)
+    assert (preset.environment, seed) == ("FAKE_PIXELS", 3)

@@ -253,7 +253,8 @@ def test_a_recipe_runs_each_step_once_and_a_rerun_skips_every_finished_step(
     assert fake.launched() == names
     recorded = recipe_runner.read_recipe_file(out)
     assert (recorded["recipe"], recorded["seed"], recorded["deterministic"]) == (RECIPE, 5, None)
-    assert recorded["code"] == run_record.git_info()
+    assert recorded["code"] == run_record.git_info() == summary["code"]
+    assert (summary["recipe"], summary["seed"], summary["out_dir"]) == (RECIPE, 5, out)
     assert [(r["step"], r["status"], r["seconds"], r["code"]) for r in summary["steps"]] == [
         (name, "ok", 10.0 * (i + 1), "c0ffee") for i, name in enumerate(names)
     ]
@@ -340,3 +341,21 @@ def test_a_recipe_summary_needs_a_recipe_run_and_names_the_code_version():
     )
     assert "code 0123456789ab (uncommitted changes)" in text
     assert "code unknown" in recipe_runner.format_summary({**summary, "code": None})
+
+
+def test_a_recipe_is_not_started_where_another_run_lives(tmp_path, monkeypatch, environ):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "recipe.json").write_text(json.dumps({"recipe": "tiny_car_racing_real", "seed": 2}))
+    fake = FakeLauncher(monkeypatch)
+    with pytest.raises(BadInput) as info:
+        recipe_runner.run_recipe(RECIPE, str(out))
+    assert str(info.value) == (
+        f"--out_dir {out} holds a run of --preset=tiny_car_racing_real --seed=2 (recipe.json); "
+        "rerun that command to resume it, or pass another --out_dir."
+    )
+    (out / "recipe.json").unlink()
+    (out / "pipeline.json").write_text("{}")
+    with pytest.raises(BadInput, match="holds a run of a pipeline preset"):
+        recipe_runner.run_recipe(RECIPE, str(out))
+    assert fake.events == []

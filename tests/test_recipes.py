@@ -308,3 +308,23 @@ def test_car_racing_recipe_chains_cma_es_from_the_demo_controller_and_scores_bot
         ("<models>/real_controller_p4", 100, 1000),
         ("<models>/real_controller", 100, 1000),
     ]
+
+
+@pytest.mark.parametrize("name", ["doom_dream", "car_racing_real"])
+def test_every_step_of_a_full_recipe_gives_its_script_flags_it_accepts(name, tmp_path):
+    """A misspelt flag in a recipe would stop a run of hours at that step: each script
+    checks its step's flags (--only_check_args, four at a time)."""
+    recipe = get_recipe(name)
+    recipe_runner._check_flags(build_recipe_stages(recipe, str(tmp_path)), None)
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_every_path_of_a_recipe_lies_in_the_runs_directories(name):
+    """Each path a step reads or writes starts with a token the run replaces by its own
+    directory (`TOKENS`): none lands in the working directory or a literal "<MODELS>"."""
+    from rl755.pipeline.recipes import TOKENS
+
+    for step in RECIPES[name].steps:
+        for flag, value in step.flags.items():
+            if isinstance(value, str) and "/" in value:
+                assert value.split("/")[0] in TOKENS, (step.name, flag, value)

@@ -33,6 +33,9 @@ EQUIVALENT = {
     "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_273": "import-time",
     "rl755.pipeline.recipes.x_encode_steps__mutmut_23": "import-time",
     "rl755.pipeline.recipe_doom.x_doom_recipe__mutmut_457": "import-time",
+    "rl755.pipeline.recipe_doom.x_doom_recipe__mutmut_5": "import-time",
+    "rl755.pipeline.recipe_doom.x_doom_recipe__mutmut_9": "import-time",
+    "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_236": "import-time",
     # mem_to_mb: (unit or "M").upper() with "m" for "M": upper-cased either way.
     "rl755.slurm.cluster.x_mem_to_mb__mutmut_22": "same-value",
     # query_slurm: sacct's --format field names in lower case; sacct ignores their case.
@@ -52,4 +55,8 @@ EQUIVALENT = {
     # hazard_curve: np.bincount(which, minlength=bins) with bins = which.max() + 1, which the
     # count reaches without minlength.
     "rl755.evaluation.calibration.x_hazard_curve__mutmut_40": "same-value",
+    # compare: np.load(..., allow_pickle=False) without the argument, or with None: False is
+    # np.load's default and None is as false.
+    "rl755.pipeline.compare.x__file_arrays__mutmut_18": "same-value",
+    "rl755.pipeline.compare.x__npz_arrays__mutmut_2": "same-value",
 }
