@@ -368,6 +368,7 @@ def test_weights_beyond_float16_are_refused_not_shipped_as_inf(tmp_path):
     with h5py.File(dst, "r") as f:
         np.testing.assert_array_equal(f["layers/dense/vars/0"][()], [65504.0, -1.0])
     assert stats["max_abs_value"] == 65504.0 and stats["max_abs_error"] == 0.0
+    assert (stats["arrays"], stats["values"]) == (1, 2)
 
 
 def test_script_ships_and_refuses_clearly(trained, shipped_root, repo_root):

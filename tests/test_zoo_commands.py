@@ -31,3 +31,13 @@ def test_a_line_that_ends_exactly_at_the_width_is_kept_whole():
     # 15 + " " + 2 + " \\" = 20 characters: it fits a width of 20, not of 19
     assert wrap_command("abcdefghijklmno pq rs", width=20) == "abcdefghijklmno pq \\\n    rs"
     assert wrap_command("abcdefghijklmno pq rs", width=19) == ("abcdefghijklmno \\\n    pq rs")
+
+
+def test_filled_text_never_breaks_a_flag_at_its_hyphens():
+    from rl755.zoo.entry import _WIDTH, _fill
+
+    flag = "--a-flag-with-many-hyphens-in-it=1"
+    text = "word " * 16 + f"xx {flag} and more"  # the flag starts 8 columns before the width
+    lines = _fill(text).splitlines()
+    assert lines[1].split()[0] == flag
+    assert all(len(line) <= _WIDTH for line in lines)
