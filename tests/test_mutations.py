@@ -232,3 +232,25 @@ def test_every_python_process_of_a_mutant_run_imports_the_mutated_copy(generated
     env = generated.run_env(str(tmp_path))
     assert env["PYTHONPATH"] == os.path.join(str(tmp_path), "mutants")
     assert env["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_a_time_limited_mutant_run_leaves_no_process_behind(generated, tmp_path, monkeypatch):
+    """At the limit the run's test processes go too (a forked test left running would hold a
+    core for as long as its test takes)."""
+    import stat
+    import time
+
+    pid_file = tmp_path / "grandchild.pid"
+    fake = tmp_path / "mutmut"
+    fake.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nsleep 300\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(generated, "MUTMUT", str(fake))
+    remark = generated.mutmut_run(str(tmp_path), dict(os.environ), 1, time_limit=1)
+    assert "stopped at the 1 s limit" in remark
+    pid = int(pid_file.read_text())
+    time.sleep(0.2)
+    try:  # gone, or dead and not yet reaped by init (a zombie: state Z)
+        with open(f"/proc/{pid}/stat") as f:
+            assert f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        pass

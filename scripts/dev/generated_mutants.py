@@ -8,10 +8,12 @@ copy of the checkout (`scratch_copy`): the working tree is never touched.
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib.util
 import json
 import os
 import random
+import signal
 import shutil
 import subprocess
 import sys
@@ -186,15 +188,21 @@ def run_env(copy: str) -> dict:
 
 
 def mutmut_run(copy: str, env: dict, jobs: int, time_limit: float, names=()) -> str:
-    """Runs `mutmut run` (only `names` if given) in `copy`; "" or the time-limit remark."""
+    """Runs `mutmut run` (only `names` if given) in `copy`; "" or the time-limit remark. At
+    the limit its whole process group goes (the fork server's test processes with it)."""
+    proc = subprocess.Popen(
+        [MUTMUT, "run", "--max-children", str(jobs), *names], cwd=copy, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
     try:
-        subprocess.run(
-            [MUTMUT, "run", "--max-children", str(jobs), *names], cwd=copy, env=env,
-            timeout=time_limit, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        proc.wait(timeout=time_limit)
         return ""
     except subprocess.TimeoutExpired:
         return f" (stopped at the {time_limit:.0f} s limit: the rest is not run)"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def print_survivors(copy: str, env: dict, survivors: list[str], show: int) -> None:
