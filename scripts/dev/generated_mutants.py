@@ -13,8 +13,8 @@ import importlib.util
 import json
 import os
 import random
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import time
