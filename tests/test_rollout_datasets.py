@@ -342,3 +342,32 @@ def test_unshuffled_rollouts_come_in_one_order_on_any_machine(tmp_path):
     lengths = [len(r["rewards"]) for r in ds.as_numpy_iterator()]
     first_eight = [10 * s + 1 for s in range(8)] + [10 * s + 2 for s in range(8)]
     assert lengths == first_eight + [81, 91, 82, 92]
+
+
+def test_a_rollouts_fingerprint_is_an_int64_of_its_frames_bytes():
+    from rl755.data.common.rollout_datasets import rollout_fingerprint
+
+    frames = np.random.default_rng(0).integers(0, 256, (3, 4, 4, 3), dtype=np.uint8)
+    fp = rollout_fingerprint(tf.constant(frames))
+    assert fp.dtype == tf.int64 and fp.shape == ()
+    assert int(fp) == int(rollout_fingerprint(tf.constant(frames.copy())))
+    frames[2, 3, 3, 2] ^= 1
+    assert int(fp) != int(rollout_fingerprint(tf.constant(frames)))
+
+
+def test_a_named_encoded_dataset_knows_its_z_without_a_sidecar():
+    from rl755.data import registry
+
+    cls = registry.encoded_rollouts_class(Environments.FAKE_PIXELS, "RawRolloutVae4ld")
+    assert cls().representation_size() == 4
+
+
+def test_unshuffled_autoregressive_slices_come_in_shard_order(tmp_path):
+    d = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
+    d.mkdir(parents=True)
+    for i in range(8):  # rollout i (z = t + 10 i) alone in shard i
+        _write(d, "encoded-train", [_encoded_rollout(6, offset=10.0 * i)], "GZIP", i, 8)
+    info = {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True}
+    sharded_io.write_dataset_info(str(d), info)
+    slices = VaeEncodedRollouts().get_autoregressive_slices(3, repeat=False, shuffle_files=False)
+    assert [int(x["inputs"][0, 0] // 10) for x in slices.as_numpy_iterator()] == list(range(8))
