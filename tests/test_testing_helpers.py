@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import tensorflow as tf
 import pytest
 
 from rl755.environments import Environments
@@ -116,3 +117,24 @@ def test_fake_encoder_reads_the_cars_place_and_speed_to_within_a_pixel():
     assert np.all(np.abs(z[:, 0] - x) <= 0.5 / (size - 2) + 1e-6)
     assert np.all(np.abs(z[:, 1] - speed) <= 0.5 / (size - 1) + 1e-6)
     assert speed.max() > 0.99  # the whole speed range was read
+
+
+def test_the_fake_env_pays_for_staying_central_and_the_model_snaps_z_to_its_pixels():
+    """The env's reward is 1 - 2 |x - 0.5| + 0.1 (gas - brake); the exact model's next z is
+    its state read off the pixel grid, as the encoder reads a frame."""
+    from rl755.testing.fake_world_model import FakeDynamicsModel
+
+    env = Environments.FAKE_PIXELS.make()
+    env.reset(seed=2)
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        action = np.array([rng.uniform(-1, 1), rng.uniform(0, 1), rng.uniform(0, 0.3)], np.float32)
+        _, reward, *_ = env.step(action)
+        x = env.unwrapped._x
+        assert reward == pytest.approx(1.0 - 2.0 * abs(x - 0.5) + 0.1 * (action[1] - action[2]))
+    model = FakeDynamicsModel()
+    size = model.size
+    nxt = model.sample_next(tf.constant([[0.31, 0.5, 0.2, 0.0]]))
+    expected = [round(0.31 * (size - 2)) / (size - 2), round(0.5 * (size - 1)) / (size - 1)]
+    np.testing.assert_allclose(nxt["z"].numpy()[0], expected, rtol=1e-6)
+    assert (float(nxt["reward"][0]), float(nxt["done_prob"][0])) == pytest.approx((0.2, 0.0))
