@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import numpy as np
-import tensorflow as tf
 import pytest
+import tensorflow as tf
 
 from rl755.environments import Environments
 from rl755.testing import faulty_env, replay
