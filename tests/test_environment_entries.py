@@ -411,3 +411,30 @@ def test_an_entry_written_with_lists_holds_tuples_and_compares_as_one():
     assert listed.action_shape == (2,) and listed.observation_shape == (16, 16, 3)
     assert listed.controller_squash == ("scaled", "clipped")
     assert listed == as_tuples and hash(listed) == hash(as_tuples)
+
+
+def test_an_old_env_whose_reset_gives_obs_and_info_is_passed_through():
+    """Some old-API environments already return (obs, info) from reset: kept as they are,
+    not wrapped a second time."""
+    dots = OldApiDots(size=8, max_steps=3)
+    plain_reset = dots.reset
+    dots.reset = lambda: (plain_reset(), {"lives": 3})
+    obs, info = OldGymApi(dots).reset(seed=1)
+    assert obs.shape == (8, 8, 3) and info == {"lives": 3}
+    obs, info = OldGymApi(OldApiDots(size=8, max_steps=3)).reset(seed=1)
+    assert obs.shape == (8, 8, 3) and info == {}
+
+
+def test_frames_of_the_right_size_pass_as_uint8_and_others_are_resized():
+    from rl755.environments.wrappers import FrameObservation
+
+    env = OldGymApi(OldApiDots(size=8, max_steps=3))
+    same = FrameObservation(env)
+    assert same.observation_space == gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    frame = np.full((8, 8, 3), 7, np.int64)
+    out = same.observation(frame)
+    assert out.dtype == np.uint8 and np.all(out == 7)
+    assert FrameObservation(env, size=(8, 8)).observation(frame).dtype == np.uint8
+    small = FrameObservation(env, size=(4, 4))
+    assert small.observation_space == gym.spaces.Box(0, 255, (4, 4, 3), np.uint8)
+    assert small.observation(frame).shape == (4, 4, 3)
