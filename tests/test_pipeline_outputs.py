@@ -205,3 +205,26 @@ def test_a_slurm_chain_writes_the_runs_preset_and_seed_before_submitting(tmp_pat
     assert [r.job_id for r in results] == ["500"] * len(results)
     preset, seed = runners.read_run_file(out)
     assert (preset.environment, seed) == ("FAKE_PIXELS", 3)
+
+
+def test_stages_with_other_files_say_which_run_has_which(tmp_path):
+    from rl755.pipeline import compare
+
+    diff = compare.compare_stage("encode", "/a", "/b", ["x", "y"], ["y", "z1", "z2"])
+    assert diff == compare.StageDiff(
+        "encode", False, 2, "1 files only in run A (e.g. x); 2 files only in run B (e.g. z1)",
+        float("inf"),
+    )  # fmt: skip
+    assert compare.compare_stage("s", "/a", "/b", [], []).identical is None
+
+
+def test_a_shards_episode_ends_are_compared(tmp_path):
+    from test_rollout_datasets import _raw_rollout, _write
+
+    from rl755.pipeline import compare
+
+    for name, done in (("a", True), ("b", False)):
+        _write(tmp_path, name, [_raw_rollout(np.random.default_rng(0), 3, done=done)], "GZIP")
+    [a], [b] = tmp_path.glob("a*"), tmp_path.glob("b*")
+    assert compare._tfrecord_arrays(str(a))["0/done"] == np.asarray(True)
+    assert compare.compare_files(str(a), str(b)) is not None  # only the end differs
