@@ -188,7 +188,10 @@ def test_find_world_model_takes_the_registry_then_the_run_then_the_shipped_model
             (folder / "model-001.weights.h5").write_bytes(b"")
 
     world = pipeline.find_world_model(run_dir=str(run_dir), load=False)
-    assert world.source.startswith("the models shipped in the repository"), world.source
+    from rl755.zoo import shipped
+
+    assert world.source == f"the models shipped in the repository ({shipped.root()})"
+    assert world.models_dir == str(shipped.root())
     assert (world.encoder_name, world.sequential_name, world.controller_name) == (
         "raw_rollout_vae_32ld_demo",
         "mdn_rnn_vae_32ld_demo",

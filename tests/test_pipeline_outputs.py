@@ -228,3 +228,35 @@ def test_a_shards_episode_ends_are_compared(tmp_path):
     [a], [b] = tmp_path.glob("a*"), tmp_path.glob("b*")
     assert compare._tfrecord_arrays(str(a))["0/done"] == np.asarray(True)
     assert compare.compare_files(str(a), str(b)) is not None  # only the end differs
+
+
+def test_each_stage_is_compared_on_its_own_output_files_only(tmp_path):
+    from rl755.pipeline import compare
+    from rl755.pipeline.stages import Paths
+
+    preset = pipeline.PRESETS["tiny"]
+    paths = Paths(str(tmp_path), Environments.from_name(preset.environment))
+    enc, seq = paths.model_dir(preset.encoder_name), paths.model_dir(preset.sequential_name)
+    ctl = paths.model_dir(preset.controller_name)
+    made = {
+        "collect": [(paths.raw_dir, "rollouts-train.tfrecord-00000-of-00002")],
+        "train_encoder": [(enc, "model-001.weights.h5"), (enc, "model-001.json")],
+        "encode": [(paths.encoded_dir(preset.encoder_name), "encoded-train.tfrecord-00000")],
+        "train_sequential": [(seq, "model-002.weights.h5"), (seq, "model-002.npz")],
+        "train_controller": [(ctl, "controller_params.npy"), (ctl, "summary.json")],
+        "evaluate": [(paths.evaluation_dir, "evaluation.json")],
+    }
+    others = [  # what no stage is compared on: logs, records, pictures, temporary files
+        (paths.raw_dir, ".rollouts-train.tfrecord-00001-of-00002.tmp"),
+        (enc, "events.out.tfevents.1"),
+        (os.path.join(enc, "runs"), "run-1.json"),
+        (paths.evaluation_dir, "episodes.png"),
+    ]
+    for directory, name in [f for files in made.values() for f in files] + others:
+        os.makedirs(directory, exist_ok=True)
+        open(os.path.join(directory, name), "w").close()
+    expected = {
+        stage: sorted(os.path.relpath(os.path.join(d, n), tmp_path) for d, n in files)
+        for stage, files in made.items()
+    }
+    assert compare.stage_files(preset, str(tmp_path)) == expected

@@ -69,6 +69,9 @@ def test_partitions_follow_gpus():
     assert _res("train_encoder", {"partition": ["short"]}, site=site).partition == "volta-gpu"
     assert _res("train_encoder", {"partition": ["short"]}).partition == "short"
     assert _res("train_encoder", gpu_partition="a100", site=site).partition == "a100"
+    # --gpu_qos beats the file's on the GPU stages and leaves the CPU stages without one
+    assert _res("train_encoder", gpu_qos="gpu_long", site=site).qos == "gpu_long"
+    assert _res("evaluate", gpu_qos="gpu_long", site=site).qos is None
     assert _res("evaluate", {"partition": ["evaluate=big"]}, site=site).partition == "big"
     assert _res("report", account="lab").account == "lab"
     # the account of the config file charges every stage; --account beats it

@@ -204,9 +204,10 @@ def test_the_slurm_report_sums_up_the_stages_from_their_run_records(
         if i == 1 and len(processes) == 1:
             done = []
         for flags in done:
-            write_record(runners.stage_output(stage), flags, stage.name, seconds=20)
+            write_record(runners.stage_output(stage), flags, stage.name, seconds=20.34)
         status = "ok" if len(done) == len(processes) else f"{len(done)}/{len(processes)} done"
-        expected.append((stage.name, 20.0 * len(done), status, runners.stage_output(stage)))
+        seconds = round(20.34 * len(done), 1)  # kept to a tenth of a second
+        expected.append((stage.name, seconds, status, runners.stage_output(stage)))
     # A record of other flags (another seed) does not count.
     write_record(runners.stage_output(stages[0]), {**stages[0].flags, "seed": 999}, "x", 500)
 

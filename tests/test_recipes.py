@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from rl755 import zoo
+from rl755.environments import Environments
 from rl755.pipeline import recipe_runner
 from rl755.pipeline.recipe_book import RECIPES, get_recipe
-from rl755.pipeline.recipes import build_recipe_stages
+from rl755.pipeline.recipes import build_recipe_stages, step_flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Flags that connect a step to the run's own directories where the row names zoo models.
@@ -279,10 +280,15 @@ def test_on_slurm_each_step_waits_only_for_what_it_reads_and_a_report_ends_the_c
         "encode_hold_train",
         "encode_hold_validation",
     )
+    monkeypatch.chdir(tmp_path)  # submitted from anywhere
     results = recipe_runner.submit_recipe("tiny_doom_dream", str(tmp_path), dry_run=True)
     assert [r.name for r in results] == [*after, "report"]
     sbatch = open(results[-1].sbatch_script).read()
-    assert "scripts/pipeline.py" in sbatch and "--report" in sbatch
+    # The report runs this checkout's script, whatever directory the job starts in.
+    from rl755.pipeline.stages import REPO_ROOT
+
+    assert f" {os.path.join(REPO_ROOT, 'scripts', 'pipeline.py')} " in sbatch
+    assert "--report" in sbatch
     hold = open(results[list(after).index("collect_hold")].sbatch_script).read()
     assert "--seed=757" in hold and "min_repeat=20,max_repeat=200" in hold
 
@@ -328,3 +334,31 @@ def test_every_path_of_a_recipe_lies_in_the_runs_directories(name):
         for flag, value in step.flags.items():
             if isinstance(value, str) and "/" in value:
                 assert value.split("/")[0] in TOKENS, (step.name, flag, value)
+    # ... and each token becomes the run's own directory.
+    out = "/runs/r1"
+    env = Environments.from_name(RECIPES[name].environment).folder_name
+    places = {"<data>": f"{out}/data/{env}", "<models>": f"{out}/models/{env}", "<out>": out}
+    for step in RECIPES[name].steps:
+        flags = step_flags(RECIPES[name], step, out)
+        for flag, value in step.flags.items():
+            if isinstance(value, str) and value.split("/")[0] in TOKENS:
+                token = value.split("/")[0]
+                assert flags[flag] == places[token] + value[len(token) :], (step.name, flag)
+
+
+def test_a_step_that_cannot_run_is_refused_with_what_is_wrong():
+    from rl755.pipeline.recipes import Step
+
+    with pytest.raises(ValueError) as info:
+        Step("fit", "train_model", {"model_dir": "<models>/m"})
+    assert str(info.value) == (
+        "Step 'fit': unknown stage 'train_model'; valid: collect, train_encoder, encode, "
+        "train_sequential, train_controller, evaluate."
+    )
+    with pytest.raises(ValueError) as info:
+        Step("fit", "train_encoder", {"model_dir": "<models>/m", "seed": 1, "environment": "X"})
+    assert str(info.value) == "Step 'fit' sets ['environment']; the pipeline sets them."
+    with pytest.raises(ValueError) as info:
+        Step("fit", "train_encoder", {"model": "vae.Vae"})
+    assert str(info.value) == "Step 'fit' needs --model_dir."
+    assert Step("fit", "train_encoder", {"model_dir": "<models>/m"}).after is None

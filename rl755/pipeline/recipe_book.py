@@ -17,12 +17,16 @@ step trains exactly as far as the shipped model went.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rl755.pipeline.recipe_car_racing import CAR_FULL, CAR_TINY, car_racing_recipe
 from rl755.pipeline.recipe_doom import DOOM_FULL, DOOM_TINY, doom_recipe
 from rl755.pipeline.recipes import FULL_RESOURCES, TINY_RESOURCES, Recipe
 
-RECIPES: dict[str, Recipe] = {
-    "doom_dream": doom_recipe(
+# name: (builder, sizes, description, wall times, resources); built when looked up.
+_SPECS = {
+    "doom_dream": (
+        doom_recipe,
         DOOM_FULL,
         "DoomTakeCover from the dream, the whole recipe of the zoo's dream_controller "
         "(estimated 4.5-6.5 h on 2 cores).",
@@ -35,7 +39,8 @@ RECIPES: dict[str, Recipe] = {
         },
         FULL_RESOURCES,
     ),
-    "car_racing_real": car_racing_recipe(
+    "car_racing_real": (
+        car_racing_recipe,
         CAR_FULL,
         "CarRacing, the real-environment controller's whole recipe (zoo: real_controller_p4, "
         "real_controller; estimated 4.5-5.5 h on 2 cores).",
@@ -48,19 +53,39 @@ RECIPES: dict[str, Recipe] = {
         },
         FULL_RESOURCES,
     ),
-    "tiny_doom_dream": doom_recipe(
+    "tiny_doom_dream": (
+        doom_recipe,
         DOOM_TINY,
         "doom_dream's steps at tiny sizes on the real DoomTakeCover (tests; minutes).",
         {"2 cores": "3-10 min", "slurm": "10-30 min (queueing)"},
         TINY_RESOURCES,
     ),
-    "tiny_car_racing_real": car_racing_recipe(
+    "tiny_car_racing_real": (
+        car_racing_recipe,
         CAR_TINY,
         "car_racing_real's steps at tiny sizes on the fake environment (tests; minutes).",
         {"2 cores": "2-6 min", "slurm": "10-30 min (queueing)"},
         TINY_RESOURCES,
     ),
 }
+
+
+class _Recipes(Mapping):
+    """{name: Recipe}, each built from its spec when looked up (a new Recipe each time), so
+    that importing this module runs none of the recipe builders."""
+
+    def __getitem__(self, name: str) -> Recipe:
+        builder, *args = _SPECS[name]
+        return builder(*args)
+
+    def __iter__(self):
+        return iter(_SPECS)
+
+    def __len__(self) -> int:
+        return len(_SPECS)
+
+
+RECIPES: Mapping[str, Recipe] = _Recipes()
 
 
 def get_recipe(name: str) -> Recipe:

@@ -27,15 +27,6 @@ EQUIVALENT = {
     # builds a road (gymnasium retries until a track exists), so the default is never used.
     "rl755.environments.car_racing.xǁCarRacingǁ_road_array__mutmut_7": "unreached-default",
     "rl755.environments.car_racing.xǁCarRacingǁ_road_array__mutmut_8": "unreached-default",
-    # RECIPES (rl755/pipeline/recipe_book.py) is built at import; each change fails
-    # tests/test_recipes.py when made in the source.
-    "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_27": "import-time",
-    "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_273": "import-time",
-    "rl755.pipeline.recipes.x_encode_steps__mutmut_23": "import-time",
-    "rl755.pipeline.recipe_doom.x_doom_recipe__mutmut_457": "import-time",
-    "rl755.pipeline.recipe_doom.x_doom_recipe__mutmut_5": "import-time",
-    "rl755.pipeline.recipe_doom.x_doom_recipe__mutmut_9": "import-time",
-    "rl755.pipeline.recipe_car_racing.x_car_racing_recipe__mutmut_236": "import-time",
     # mem_to_mb: (unit or "M").upper() with "m" for "M": upper-cased either way.
     "rl755.slurm.cluster.x_mem_to_mb__mutmut_22": "same-value",
     # query_slurm: sacct's --format field names in lower case; sacct ignores their case.
