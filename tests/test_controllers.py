@@ -328,3 +328,27 @@ def test_dream_temperature_sets_how_random_the_dream_is():
     again = [dream.evaluate(params, [0, 1], seed=9) for _ in range(2)]
     np.testing.assert_array_equal(again[0]["returns"], again[1]["returns"])
     np.testing.assert_array_equal(again[0]["steps"], again[1]["steps"])
+
+
+def test_real_evaluation_on_workers_puts_each_batchs_scores_back_in_job_order():
+    """J jobs go out in batches of envs_per_worker (the last one shorter); each job's return
+    and steps come back at its own index, whatever batch a worker played."""
+    from rl755.controller.real_eval import RealEvaluator
+
+    class Pool:  # RayWorkerPool.run: one result per job, in the jobs' order
+        def run(self, method, jobs):
+            self.batches = [(job.args[1].tolist(), job.args[2]) for job in jobs]
+            return [
+                {"returns": p.sum(axis=1).astype(np.float64), "steps": s * 10}
+                for p, s, _ in (job.args for job in jobs)
+            ]
+
+    evaluator = RealEvaluator.__new__(RealEvaluator)
+    evaluator._local, evaluator._pool = None, Pool()
+    evaluator.envs_per_worker, evaluator.trial_timeout_s = 2, 5.0
+    params = np.arange(10, dtype=np.float32).reshape(5, 2)
+    out = evaluator.evaluate(params, [7, 8, 9, 10, 11], max_steps=30)
+    assert evaluator._pool.batches == [([7, 8], 30), ([9, 10], 30), ([11], 30)]
+    np.testing.assert_array_equal(out["returns"], [1.0, 5.0, 9.0, 13.0, 17.0])
+    np.testing.assert_array_equal(out["steps"], [70, 80, 90, 100, 110])
+    assert (out["returns"].dtype, out["steps"].dtype) == (np.float64, np.int64)

@@ -126,6 +126,7 @@ def test_always_exploring_controller_plays_the_seeded_action_space(controller_di
     space.seed(9)
     expected = np.stack([space.sample() for _ in range(len(rollout.action_l))])
     np.testing.assert_allclose(np.stack(rollout.action_l), expected, atol=1e-6)
+    assert {a.dtype for a in rollout.action_l} == {np.dtype(np.float32)}  # as any policy's
     own = episodes.single_rollout(FAKE.make_fn(), controller_policy(FAKE, controller_dir)(),
                                   max_steps=10, seed=8)  # fmt: skip
     assert np.any(np.abs(np.stack(own.action_l) - expected[: len(own.action_l)]) > 1e-3)

@@ -124,8 +124,12 @@ def test_world_model_rows_one_step_and_dreams(tiny_world_model):
         vae, seq, frames, actions, 4, 6, rows=("dream T=1.5",), seed=4
     )
     assert np.abs(other["dream T=1.5"] - rows["dream"]).max() > 1e-4
-    with pytest.raises(ValueError, match="at least 18 frames"):
+    with pytest.raises(ValueError) as info:
         visualize.world_model_rows(vae, seq, frames, actions, start=11, num_steps=6)
+    assert str(info.value) == (
+        f"Steps 12..17 need at least 18 frames and 17 actions, got {len(frames)} and "
+        f"{len(actions)}."
+    )
     with pytest.raises(ValueError, match="Unknown row"):
         visualize.world_model_rows(vae, seq, frames, actions, 2, 2, rows=("nope",))
 
@@ -181,9 +185,14 @@ def test_latent_projection_labels_its_colour_bar_axes_and_title(tiny_world_model
     real = visualize.figure
     monkeypatch.setattr(visualize, "figure", lambda fig: figures.append(fig) or real(fig))
     visualize.latent_projection(vae, frames)
-    visualize.latent_projection(vae, frames, np.arange(len(frames)), "reward")
-    (ax, bar), (_, reward_bar) = (f.axes for f in figures)
+    rewards = np.linspace(1.0, 0.0, len(frames))
+    visualize.latent_projection(vae, frames, rewards, "reward")
+    (ax, bar), (reward_ax, reward_bar) = (f.axes for f in figures)
     assert (bar.get_ylabel(), reward_bar.get_ylabel()) == ("time step", "reward")
+    # each frame's point is coloured by its value: the frame index, or the colour given
+    [points], [reward_points] = ax.collections, reward_ax.collections
+    np.testing.assert_array_equal(points.get_array(), np.arange(len(frames)))
+    np.testing.assert_array_equal(reward_points.get_array(), rewards)
     z = vae.representation_size
     assert ax.get_title() == f"z of {len(frames)} frames (Z = {z})"
     assert ax.title.get_fontsize() == 9

@@ -73,7 +73,7 @@ class WorldModelPolicy(Policy):
     def sample_action(self, obs, step: int, rollout, **kwargs) -> np.ndarray:
         obs = np.asarray(obs)[None]
         if self.random_action_prob and self._rng.random() < self.random_action_prob:
-            random = np.asarray(self._space.sample(), np.float32)[None]
+            random = np.asarray(self._space.sample())[None]  # act() casts
             return self._agent.act(obs, self.params[None], random, np.array([True]))[0]
         return self._agent.act(obs, self.params[None])[0]
 

@@ -43,6 +43,9 @@ EQUIVALENT = {
     # decode: z passed on in its own float dtype, not cast to float32 first; the decoder's
     # Keras layers cast floating inputs to their own dtype, so the frames are the same.
     "rl755.visualize.x_decode__mutmut_5": "same-value",
+    # _step_latents: tf.constant([seed, t]) without tf.int32: a list of Python (or NumPy)
+    # integers becomes an int32 tensor anyway.
+    "rl755.visualize.x__step_latents__mutmut_49": "same-value",
     # hazard_curve: np.bincount(which, minlength=bins) with bins = which.max() + 1, which the
     # count reaches without minlength.
     "rl755.evaluation.calibration.x_hazard_curve__mutmut_40": "same-value",
