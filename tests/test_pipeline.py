@@ -199,7 +199,14 @@ def test_find_world_model_takes_the_registry_then_the_run_then_the_shipped_model
     )
     assert "mdn_rnn_vae_32ld_demo" in str(world)
 
-    fake_trained(run_dir / "models", "raw_rollout_vae_32ld", "mdn_rnn_vae_32ld")
+    # Folders without weights yet (a training that has not saved) are not trained models.
+    for name in ("raw_rollout_vae_32ld", "mdn_rnn_vae_32ld"):
+        (run_dir / "models" / "car_racing" / name / "runs").mkdir(parents=True)
+        (run_dir / "models" / "car_racing" / name / "model-001.json").write_text("{}")
+    world = pipeline.find_world_model(run_dir=str(run_dir), load=False)
+    assert world.source.startswith("the models shipped in the repository"), world.source
+    for name in ("raw_rollout_vae_32ld", "mdn_rnn_vae_32ld"):
+        (run_dir / "models" / "car_racing" / name / "model-001.weights.h5").write_bytes(b"")
     world = pipeline.find_world_model(run_dir=str(run_dir), load=False)
     assert world.source == f"the demo run {run_dir}"
     assert (world.encoder_name, world.controller_name) == ("raw_rollout_vae_32ld", None)

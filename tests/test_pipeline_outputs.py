@@ -260,3 +260,38 @@ def test_each_stage_is_compared_on_its_own_output_files_only(tmp_path):
         for stage, files in made.items()
     }
     assert compare.stage_files(preset, str(tmp_path)) == expected
+
+
+def test_cma_es_summaries_differ_by_any_fitness_and_not_by_their_timings(tmp_path):
+    from rl755.pipeline import compare
+
+    def summary(name, **change):
+        generation = {"mean": 1.0, "best": 2.0, "worst": 0.5, "sigma": 0.125, "seconds": 3.0}
+        data = {
+            "history": [generation, {**generation, **change.get("history", {})}],
+            "evals": [{"mean": 1.5, "seconds": 1.0, **change.get("evals", {})}],
+            "best_fitness": change.get("best_fitness", 2.0),
+        }
+        os.makedirs(tmp_path / name, exist_ok=True)
+        path = str(tmp_path / name / "summary.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    base = summary("base")
+    assert compare.compare_files(base, summary("timings", history={"seconds": 9.0})) is None
+    assert compare.compare_files(base, summary("eval_timings", evals={"seconds": 9.0})) is None
+    changes = {
+        "history.*.mean": dict(history={"mean": 1.25}),
+        "history.*.best": dict(history={"best": 2.25}),
+        "history.*.worst": dict(history={"worst": 0.75}),
+        "history.*.sigma": dict(history={"sigma": 0.375}),
+        "evals.*.mean": dict(evals={"mean": 1.75}),
+        "best_fitness": dict(best_fitness=2.25),
+    }
+    for key, change in changes.items():
+        assert compare.compare_files(base, summary(key, **change)) == (key, 0.25), key
+    # identical outputs of a stage say so
+    diff = compare.compare_stage("train_controller", str(tmp_path / "base"),
+                                 str(tmp_path / "timings"), ["summary.json"], ["summary.json"])  # fmt: skip
+    assert diff == compare.StageDiff("train_controller", True, 1, "identical")

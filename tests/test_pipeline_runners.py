@@ -360,3 +360,33 @@ def test_a_recipe_is_not_started_where_another_run_lives(tmp_path, monkeypatch, 
     with pytest.raises(BadInput, match="holds a run of a pipeline preset"):
         recipe_runner.run_recipe(RECIPE, str(out))
     assert fake.events == []
+
+
+def test_each_steps_header_is_out_before_the_next_step_runs(tmp_path, monkeypatch, environ):
+    """A SLURM log or a pipe shows which steps were skipped and which one runs before that
+    step's own output (each header is flushed, not left in Python's buffer)."""
+    import io
+    import sys
+
+    class Stdout(io.StringIO):  # what a reader of the pipe has seen: the flushed text
+        seen = ""
+
+        def flush(self):
+            self.seen = self.getvalue()
+
+    out = str(tmp_path / "run")
+    _, stages = _recipe_stages(out)
+    FakeLauncher(monkeypatch, records=True)
+    recipe_runner.run_recipe(RECIPE, out, until=stages[0].name)
+    stdout, seen_at_launch = Stdout(), []
+    fake = FakeLauncher(monkeypatch, records=True)
+    launch = fake.launch
+    monkeypatch.setattr(launcher, "launch", lambda *a, **k: seen_at_launch.append(stdout.seen)
+                        or launch(*a, **k))  # fmt: skip
+    monkeypatch.setattr(sys, "stdout", stdout)
+    recipe_runner.run_recipe(RECIPE, out, until=stages[1].name)
+    n = len(get_recipe(RECIPE).steps)
+    assert seen_at_launch == [
+        f"\n=== [1/{n}] {stages[0].name} === done already (its run records match these flags)\n"
+        f"\n=== [2/{n}] {stages[1].name} ===\n"
+    ]

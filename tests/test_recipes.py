@@ -40,6 +40,8 @@ ROWS = [
     ("doom_dream", "train_controller_earlier", "dream_controller_episodes", {}),
     ("doom_dream", "train_sequential_hold_3", "mdn_rnn_64ld_hold", {}),
     ("doom_dream", "train_controller", "dream_controller", {}),
+    ("car_racing_real", "train_encoder", "raw_rollout_vae_32ld_demo", {}),
+    ("car_racing_real", "train_sequential", "mdn_rnn_vae_32ld_demo", {}),
     ("car_racing_real", "train_controller_p4", "real_controller_p4", {}),
     ("car_racing_real", "train_controller_p8", "real_controller", {}),
 ]
@@ -362,3 +364,26 @@ def test_a_step_that_cannot_run_is_refused_with_what_is_wrong():
         Step("fit", "train_encoder", {"model": "vae.Vae"})
     assert str(info.value) == "Step 'fit' needs --model_dir."
     assert Step("fit", "train_encoder", {"model_dir": "<models>/m"}).after is None
+
+
+def test_car_racing_recipe_starts_with_the_demo_presets_collection_and_controller():
+    """Its first steps are `--preset=demo`'s: the same rollouts and the same CMA-ES."""
+    from rl755 import pipeline
+
+    demo = {s.name: s.flags for s in pipeline.build_stages(pipeline.PRESETS["demo"], "/o")}
+    recipe = get_recipe("car_racing_real")
+    for step, stage in (("collect", "collect"), ("train_controller_demo", "train_controller")):
+        flags = recipe.step(step).flags
+        mine = WIRING | {"environment", "out_dir"}
+        expected = {k: v for k, v in demo[stage].items() if k not in mine}
+        assert {k: v for k, v in flags.items() if k not in mine} == expected, step
+
+
+@pytest.mark.parametrize("name", ["doom_dream", "car_racing_real"])
+def test_full_recipes_score_on_100_episodes_of_seeds_1000_with_the_random_policy(name):
+    evaluations = [s for s in get_recipe(name).steps if s.stage == "evaluate"]
+    assert evaluations
+    for step in evaluations:
+        assert step.flags["compare_random"] is True, step.name
+        assert (step.flags["seed"], step.flags["num_episodes"]) == (1000, 100), step.name
+        assert step.flags.get("max_steps") is None, step.name  # the environment's own limit

@@ -166,7 +166,7 @@ def build_stages(
     def script(stage: str) -> str:
         return os.path.join(REPO_ROOT, STAGE_SCRIPTS[stage])
 
-    small = int(preset.collect.get("num_rollouts", 0)) <= ARRAY_ABOVE_ROLLOUTS
+    small = int(preset.collect["num_rollouts"]) <= ARRAY_ABOVE_ROLLOUTS
     # Array tasks need distinct seeds (same seed = same rollouts): the decimal string
     # "<seed + 1>000<task>" is unique per (seed, task) and fixed across reruns, so a rerun
     # or requeue resumes instead of duplicating.

@@ -17,6 +17,7 @@ KINDS = {
     "same-value": "the changed expression evaluates to the same value for every input",
     "same-for-the-program": "a spelling the program it is passed to reads the same way",
     "clock-tie": "a comparison of clock readings that differs only when they are exactly equal",
+    "flushed-next": "an unflushed print whose text the next print flushes before anything runs",
 }
 
 EQUIVALENT = {
@@ -46,6 +47,9 @@ EQUIVALENT = {
     # _step_latents: tf.constant([seed, t]) without tf.int32: a list of Python (or NumPy)
     # integers becomes an int32 tensor anyway.
     "rl755.visualize.x__step_latents__mutmut_49": "same-value",
+    # run_recipe: a skipped step's "done already" line without flush=True; the next step's
+    # header or the summary, printed with flush=True before anything else runs, flushes it.
+    "rl755.pipeline.recipe_runner.x_run_recipe__mutmut_60": "flushed-next",
     # hazard_curve: np.bincount(which, minlength=bins) with bins = which.max() + 1, which the
     # count reaches without minlength.
     "rl755.evaluation.calibration.x_hazard_curve__mutmut_40": "same-value",
