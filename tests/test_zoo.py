@@ -200,3 +200,35 @@ def test_datasets_are_derived_from_the_environment_and_encoder_rows(env_name, tm
     with pytest.raises(LookupError, match="Valid --rollouts_dataset values: VaeEncodedRollouts"):
         registry.encoded_rollouts_class(env, "Nope")
     assert zoo.get("CAR_RACING", "raw_rollout_vae_32ld").dataset == "RawRolloutVae32ld"
+
+
+@pytest.mark.parametrize("env_name", SEED_ENVS)
+def test_the_generated_module_defines_one_loading_function_per_row(env_name, monkeypatch):
+    """What the saved_models text does when run (mutation runs cannot compare the committed
+    files, which mutmut rewrites): each row's function, its docstring and what it loads."""
+    from rl755.zoo import saved_source
+    from rl755.zoo.rows import MODELS
+
+    namespace = {}
+    exec(compile(saved_source.source(env_name), "saved_models.py", "exec"), namespace)
+    rows = [r for r in MODELS if r.environment == env_name]
+    functions = {k: v for k, v in namespace.items() if inspect.isfunction(v)}
+    assert list(functions) == [r.name for r in rows]
+    assert namespace["__doc__"].startswith(f"Trained {env_name} models (the original interface)")
+    asked = []
+
+    class Row:
+        def __init__(self, environment, name):
+            self.environment, self.name = environment, name
+
+        def load(self):
+            asked.append((self.environment, self.name))
+            return self.name
+
+    monkeypatch.setattr(zoo, "get", Row)
+    for row, fn in zip(rows, functions.values()):
+        assert inspect.cleandoc(fn.__doc__) == inspect.cleandoc(row.docstring())
+        returns = {zoo.ENCODER: "ObservationEncoder", zoo.SEQUENTIAL: "SequentialModel"}
+        assert fn.__annotations__.get("return") == returns.get(row.kind), row.name
+        assert fn() == row.name
+    assert asked == [(env_name, r.name) for r in rows]
