@@ -153,6 +153,12 @@ def test_entries_derive_defaults_and_reject_mistakes(registered):
     assert spec.folder_name == "dots" and spec.action_shape == (3,)
     assert spec.action_low == (0.0,) * 3 and spec.action_high == (1.0,) * 3
     assert spec.observation_shape == (16, 16, 3) and spec.presets == ModelPresets()
+    presets = spec.presets
+    assert presets.transformer_size("small") == dict(presets.transformer_sizes)["small"]
+    with pytest.raises(LookupError) as info:
+        presets.transformer_size("huge")
+    names = ", ".join(name for name, _ in presets.transformer_sizes)
+    assert str(info.value) == f"Unknown transformer preset 'huge'; valid: {names}."
     box = EnvironmentSpec(
         name="BOX",
         open_ai_name="x",

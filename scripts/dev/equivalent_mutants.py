@@ -50,6 +50,10 @@ EQUIVALENT = {
     # run_recipe: a skipped step's "done already" line without flush=True; the next step's
     # header or the summary, printed with flush=True before anything else runs, flushes it.
     "rl755.pipeline.recipe_runner.x_run_recipe__mutmut_60": "flushed-next",
+    # CarRacing._render: the score's text with a transparent background instead of black; it
+    # is drawn on the indicator panel's black, and the frames stay CarRacing-v3's pixel for
+    # pixel (tests/test_car_racing_render.py passes with the change).
+    "rl755.environments.car_racing.xǁCarRacingǁ_render__mutmut_93": "same-value",
     # hazard_curve: np.bincount(which, minlength=bins) with bins = which.max() + 1, which the
     # count reaches without minlength.
     "rl755.evaluation.calibration.x_hazard_curve__mutmut_40": "same-value",
