@@ -289,8 +289,52 @@ def test_representation_size_missing_is_explained(tmp_path):
         ENVIRONMENT = Environments.FAKE_PIXELS
         SUBDIR = "nothing_here"
 
-    with pytest.raises(FileNotFoundError, match="encode_raw_rollouts.py"):
+    with pytest.raises(FileNotFoundError) as info:
         Nowhere().representation_size()
+    where = tmp_path / "data" / "fake" / "encoded_rollouts" / "nothing_here"
+    assert str(info.value) == (
+        f"Nowhere: no representation_size known: {where} has no dataset_info.json. Encode "
+        "rollouts there first (scripts/data_gen/encode_raw_rollouts.py) or pass "
+        "representation_size=."
+    )
+    assert Nowhere(representation_size=8).representation_size() == 8
+
+
+def test_a_missing_encoded_dataset_points_at_the_encoded_shards_that_are_there(tmp_path):
+    """A dataset class of one's own (not the registry's) with no shards: the error says how to
+    encode, and names a directory of encoded shards with the --rollouts_pattern reading it."""
+    from sequential_helpers import write_encoded_dataset
+
+    from rl755.common.errors import MissingData
+
+    class Nowhere(EncodedRolloutsInDirectory):
+        ENVIRONMENT = Environments.FAKE_PIXELS
+        SUBDIR = "nothing_here"
+
+    root = tmp_path / "data" / "fake" / "encoded_rollouts"
+    advice = (
+        "Encode raw rollouts first: python scripts/data_gen/encode_raw_rollouts.py "
+        f"--environment=FAKE_PIXELS ... (with --model_dir=D it writes to {root}/<D's name>/), "
+        "or point --rollouts_pattern at encoded shards (a glob with '{split}')."
+    )
+    with pytest.raises(MissingData) as info:
+        Nowhere(representation_size=4).get_tfrecord_files()
+    assert f"{advice} Data locations come from" in str(info.value)
+    write_encoded_dataset(root / "mine")
+    with pytest.raises(MissingData) as info:
+        Nowhere(representation_size=4).get_tfrecord_files()
+    pattern = root / "mine" / "encoded-{split}*.tfrecord-*"
+    assert (
+        f"{advice} Encoded shards are in {root / 'mine'}: pass --rollouts_pattern='{pattern}' "
+        "to read them. Data locations come from"
+    ) in str(info.value)
+
+
+def test_shard_checks_read_the_train_split_unless_told(raw_dir):
+    builder = RawRollouts()
+    assert builder.check_shards() == builder.get_tfrecord_files("train")
+    assert builder.check_shards("validation") == builder.get_tfrecord_files("validation")
+    assert len(builder.check_shards()) == 2
 
 
 def test_missing_encoded_shards_name_the_flags_and_the_directories_found(tmp_path):
@@ -305,6 +349,7 @@ def test_missing_encoded_shards_name_the_flags_and_the_directories_found(tmp_pat
         return str(e.value)
 
     root = tmp_path / "data" / "fake" / "encoded_rollouts"
+    (root / "half_done").mkdir(parents=True)  # a directory without shards is not named
     nothing = error()
     assert f"No encoded rollouts under {root}." in nothing
     assert "--model=<a zoo encoder> --split=train" in nothing and "--rollouts_pattern=" in nothing
