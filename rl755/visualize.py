@@ -128,7 +128,6 @@ def _step_latents(sequential_model, z, actions, start, num_steps, open_loop, tem
     z = np.asarray(z, np.float32)
     actions = np.asarray(actions, np.float32)
     state = sequential_model.initial_state(1)
-    current = z[:1]
     out = []
     for t in range(start + num_steps):
         if t <= start or not open_loop:

@@ -726,3 +726,31 @@ def test_bad_collection_inputs_fail_fast_with_advice(tmp_path):
         collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, rollouts_per_shard=4, **kw)
     with pytest.raises(BadInput, match="rollout_timeout must be >= 0"):
         collect.collect_rollouts("FAKE_PIXELS", "RandomPolicy", 1, rollout_timeout=-1, **kw)
+
+
+def test_a_pickle_of_other_things_is_refused_saying_what_it_holds(tmp_path):
+    path = tmp_path / "x.pickle"
+    for data, kind in (({"a": 1}, "dict"), ([1, 2], "a list of other things"), ([], "a list of other things")):  # fmt: skip
+        path.write_bytes(pickle.dumps(data))
+        with pytest.raises(BadInput) as info:
+            load_rollouts(str(path))
+        assert str(info.value) == (
+            f"{path} holds {kind}, not a non-empty list of rl755.common.structs.Rollout. "
+            "Remove it from the pickle dir (or regenerate it with collect_rollouts.py)."
+        )
+
+
+@pytest.mark.parametrize("stray", [3, 4])
+def test_shards_of_another_conversion_are_refused_naming_three(tmp_path, stray):
+    pdir, out = _pickle_dir(tmp_path, 2), tmp_path / "tfr"
+    out.mkdir()
+    names = [f"rollouts-train.tfrecord-{i:05d}-of-00009" for i in range(stray)]
+    for name in names:
+        (out / name).write_bytes(b"")
+    with pytest.raises(BadInput) as info:
+        convert.convert_pickles_to_tfrecords(pdir, str(out), progress=False)
+    more = ", ..." if stray > 3 else ""
+    assert str(info.value) == (
+        f"{out} already holds shards named 'rollouts' from another conversion "
+        f"({', '.join(names[:3])}{more}). Pass another --out_dir or --out_name, or delete them."
+    )

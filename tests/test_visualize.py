@@ -121,9 +121,13 @@ def test_world_model_rows_one_step_and_dreams(tiny_world_model):
     )
     np.testing.assert_array_equal(again["dream"], rows["dream"])  # seeded: reproducible
     other = visualize.world_model_rows(
-        vae, seq, frames, actions, 4, 6, rows=("dream T=1.5",), seed=4
+        vae, seq, frames, actions, 4, 6, rows=("dream T=1.5",), seed=3
     )
     assert np.abs(other["dream T=1.5"] - rows["dream"]).max() > 1e-4
+    # "dream T=1.5" is the dream at temperature 1.5, whatever `temperature` says
+    hot = visualize.world_model_rows(vae, seq, frames, actions, 4, 6, rows=("dream",),
+                                     temperature=1.5, seed=3)  # fmt: skip
+    np.testing.assert_array_equal(other["dream T=1.5"], hot["dream"])
     with pytest.raises(ValueError) as info:
         visualize.world_model_rows(vae, seq, frames, actions, start=11, num_steps=6)
     assert str(info.value) == (
@@ -191,6 +195,8 @@ def test_latent_projection_labels_its_colour_bar_axes_and_title(tiny_world_model
     assert (bar.get_ylabel(), reward_bar.get_ylabel()) == ("time step", "reward")
     # each frame's point is coloured by its value: the frame index, or the colour given
     [points], [reward_points] = ax.collections, reward_ax.collections
+    # the points are where the line through them in time order goes
+    np.testing.assert_array_equal(points.get_offsets(), ax.lines[0].get_xydata())
     np.testing.assert_array_equal(points.get_array(), np.arange(len(frames)))
     np.testing.assert_array_equal(reward_points.get_array(), rewards)
     z = vae.representation_size
@@ -229,6 +235,8 @@ def test_predicted_frames_are_drawn_from_the_first_long_enough_validation_rollou
     drawn = []
 
     def predicted_frames(encoder, seq_, frames, actions, start, num_steps):
+        assert encoder is vae and seq_ is seq  # the models it was given
+        assert len(frames) == len(actions)  # the rollout as stored
         drawn.append((len(actions), start, num_steps))
         return np.zeros((H, W, 3), np.uint8)
 

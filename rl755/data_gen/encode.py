@@ -306,7 +306,6 @@ def encode_raw_rollouts(
         run_record.record_run(out_dir, flags, stage="encode_raw_rollouts"),
         _dataset_info_removed_on_failure(out_dir, new_info),
     ):
-        options = None
         for j, group in enumerate(groups):
             name = output_file_name(
                 out_name, split, outer_shard_index, num_outer_shards, j, num_sub_shards
