@@ -236,3 +236,59 @@ def test_nonfinite_loss_error_names_terms_checkpoint_and_advice():
     # Only the total is bad (every term finite), no checkpoint yet, no total given.
     msg = str(NonFiniteLossError.at_step(1, {"z": 0.1}, None, "x"))
     assert "loss term(s) total not finite (z=0.1)." in msg and "checkpoint is none." in msg
+
+
+def test_visible_gpus_come_from_cuda_visible_devices_then_slurm():
+    from rl755.common.devices import visible_gpu_count
+
+    assert visible_gpu_count({"CUDA_VISIBLE_DEVICES": "2,3"}) == 2
+    assert visible_gpu_count({"CUDA_VISIBLE_DEVICES": " 0 , 1 ,"}) == 2
+    assert visible_gpu_count({"CUDA_VISIBLE_DEVICES": "-1"}) == 0  # "no GPU", as CUDA reads it
+    assert visible_gpu_count({"CUDA_VISIBLE_DEVICES": "", "SLURM_GPUS_ON_NODE": "4"}) == 0
+    assert visible_gpu_count({"SLURM_GPUS_ON_NODE": "4"}) == 4
+    assert visible_gpu_count({"SLURM_GPUS_ON_NODE": "gpu:4"}) == 0
+    assert visible_gpu_count({}) == 0
+
+
+def test_dataset_info_agrees_with_what_json_would_store(tmp_path):
+    """A second instance's info is compared as JSON stores it: a tuple and a list agree, and
+    so do a value and its text where JSON keeps only the text; other values are refused."""
+    d = str(tmp_path)
+    sharded_io.write_dataset_info(d, {"observation_shape": (16, 16, 3), "path": tmp_path})
+    sharded_io.write_dataset_info(d, {"observation_shape": [16, 16, 3], "path": str(tmp_path)})
+    with pytest.raises(ValueError, match="describes different data"):
+        sharded_io.write_dataset_info(d, {"observation_shape": [8, 8, 3]})
+
+
+def test_a_checkpoint_that_does_not_fit_names_the_models_class(tmp_path):
+    from rl755.common.checkpoints import load_weights_checked
+
+    small, large = tf.keras.Sequential([tf.keras.layers.Dense(2)]), tf.keras.Sequential(
+        [tf.keras.layers.Dense(3)]
+    )
+    small.build((None, 4))
+    large.build((None, 4))
+    path = str(tmp_path / "m.weights.h5")
+    small.save_weights(path)
+    with pytest.raises(ValueError) as info:
+        load_weights_checked(large, path)
+    assert f"Checkpoint {path} does not fit Sequential: the model expects 2" in str(info.value)
+    with pytest.raises(ValueError, match="does not fit the big one:"):
+        load_weights_checked(large, path, "the big one")
+
+
+def test_replacing_a_worker_that_is_already_dead_starts_a_new_one(monkeypatch):
+    import ray
+
+    from rl755.common.ray_pool import RayWorkerPool
+
+    def dead(actor, no_restart):
+        raise ValueError(f"{actor} is dead already")
+
+    monkeypatch.setattr(ray, "kill", dead)
+    pool = RayWorkerPool.__new__(RayWorkerPool)
+    started = []
+    pool._actors, pool._idle = ["a0", "a1"], [0, 1]
+    pool._start_worker = started.append
+    pool._replace(1)
+    assert started == [1] and pool._idle == [0]
