@@ -74,6 +74,9 @@ class _Recipes(Mapping):
     """{name: Recipe}, each built from its spec when looked up (a new Recipe each time), so
     that importing this module runs none of the recipe builders."""
 
+    def __contains__(self, name) -> bool:  # without building the recipe
+        return name in _SPECS
+
     def __getitem__(self, name: str) -> Recipe:
         builder, *args = _SPECS[name]
         return builder(*args)
