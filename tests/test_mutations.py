@@ -175,6 +175,9 @@ def test_every_test_left_out_of_instrumented_runs_exists(generated):
     assert f"--deselect={generated.INSTRUMENTED_DESELECT[0]}" in config
     assert "only_mutate = rl755/zoo/*" in config
     assert "process_isolation = forkserver" in config  # forked from mutmut's process, TF hangs
+    # a child's first TensorFlow test starts cold: mutmut's 1 s constant timed out a 0.4 s test
+    assert f"timeout_constant = {generated.TIMEOUT_CONSTANT}\n" in config
+    assert generated.TIMEOUT_CONSTANT >= 30
 
 
 def test_every_package_of_rl755_names_existing_tests_of_its_own(generated):

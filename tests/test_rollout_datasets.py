@@ -1,5 +1,6 @@
 """Shapes, dtypes and semantics of every dataset builder method."""
 
+import fnmatch
 import json
 import os
 import subprocess
@@ -35,14 +36,14 @@ def _raw_rollout(rng, steps, done=False):
     )
 
 
-def _encoded_rollout(steps, done=False, offset=0.0):
+def _encoded_rollout(steps, done=False, offset=0.0, std_devs=True):
     # z_t = t + offset in every dimension: makes targets easy to check.
     return Rollout(
         obs_l=[np.full(Z, t + offset, np.float32) for t in range(steps)],
         action_l=[np.full(3, -t, np.float32) for t in range(steps)],
         reward_l=[float(t) for t in range(steps)],
         done=done,
-        obs_std_l=[np.full(Z, 0.5, np.float32) for _ in range(steps)],
+        obs_std_l=[np.full(Z, 0.5, np.float32) for _ in range(steps)] if std_devs else None,
     )
 
 
@@ -204,6 +205,48 @@ def test_encoded_rollouts_shapes(encoded_dir):
     assert r["observation_std_devs"].shape == (12, Z)
 
 
+def test_an_encoder_without_std_devs_gives_rollouts_without_them(tmp_path):
+    """dataset_info.json's has_std_devs: False (a deterministic encoder) reads the shards without
+    a std-devs feature; a directory whose info predates the key has them (the VAE's)."""
+    d = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
+    d.mkdir(parents=True)
+    _write(d, "encoded-train", [_encoded_rollout(6, std_devs=False)])
+    info = {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": False}
+    sharded_io.write_dataset_info(str(d), info)
+    r = next(VaeEncodedRollouts().rollouts_ds(shuffle_files=False).as_numpy_iterator())
+    assert r["observations"].shape == (6, Z) and "observation_std_devs" not in r
+    older = _encoded_dir(tmp_path / "older", [_encoded_rollout(6)])
+    info = json.loads((older / "dataset_info.json").read_text())
+    del info["has_std_devs"]
+    (older / "dataset_info.json").write_text(json.dumps(info))
+    pattern = str(older / "encoded-{split}*.tfrecord-*")
+    r = next(
+        VaeEncodedRollouts(tfrecords_pattern=pattern).rollouts_ds(shuffle_files=False)
+        .as_numpy_iterator()
+    )  # fmt: skip
+    assert r["observation_std_devs"].shape == (6, Z)
+
+
+def test_encoded_datasets_read_the_file_names_the_encoding_stage_writes():
+    """encode_raw_rollouts.py writes <out_name>-<split>-o..-of-...tfrecord-..-of-.. with
+    --out_name=encoded by default: every encoded dataset's pattern matches those names."""
+    from rl755.data_gen.encode_shards import output_file_name
+
+    for builder in (VaeEncodedRollouts(), *(c() for c in _all_encoded_classes())):
+        pattern = builder.tfrecords_pattern()
+        for split in ("train", "validation"):
+            name = os.path.join(
+                builder.directory(), output_file_name("encoded", split, 3, 12, 1, 4)
+            )
+            assert fnmatch.fnmatch(name, pattern.format(split=split)), (name, pattern)
+
+
+def _all_encoded_classes():
+    from rl755.data import registry
+
+    return [c for env in Environments for c in registry.encoded_rollouts_classes(env).values()]
+
+
 def test_episode_start_slices_begin_at_each_rollouts_first_step(encoded_dir):
     """slice_start="episode_start": every slice is the rollout's first L steps (z_t = t, or
     100 + t), never a later window; an unknown value fails naming the valid ones."""
@@ -352,7 +395,8 @@ def test_missing_encoded_shards_name_the_flags_and_the_directories_found(tmp_pat
     (root / "half_done").mkdir(parents=True)  # a directory without shards is not named
     nothing = error()
     assert f"No encoded rollouts under {root}." in nothing
-    assert "--model=<a zoo encoder> --split=train" in nothing and "--rollouts_pattern=" in nothing
+    assert "--model=<a zoo encoder> --split=train" in nothing
+    assert "or --rollouts_pattern='<dir>/encoded-{split}*.tfrecord-*'." in nothing
     write_encoded_dataset(root / "raw_rollout_vae_4ld")
     write_encoded_dataset(root / "my_encoder")
     found = error()

@@ -93,11 +93,12 @@ def encoded_rollouts_class(environment: Environment | str, name: str) -> type:
 
 
 def _attrs(env: Environment, doc: str) -> dict:
-    return {"ENVIRONMENT": env, "__doc__": doc, "__module__": __name__}
+    # type() sets __module__ to this module's name: the classes are made here
+    return {"ENVIRONMENT": env, "__doc__": doc}
 
 
 def _encoded(env: Environment, name: str, subdir: str, size: int | None, doc: str) -> type:
-    attrs = dict(_attrs(env, doc), SUBDIR=subdir, OUT_NAME="encoded", REPRESENTATION_SIZE=size)
+    attrs = dict(_attrs(env, doc), SUBDIR=subdir, REPRESENTATION_SIZE=size)  # OUT_NAME "encoded"
     attrs["_missing_data_hint"] = _missing_encoded_hint
     return type(name, (EncodedRolloutsInDirectory,), attrs)
 

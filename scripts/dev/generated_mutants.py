@@ -26,6 +26,7 @@ from mutmut_copy import (  # noqa: F401  (re-exported: mutate.py, tests/test_mut
     INSTRUMENTED_DESELECT,
     PACKAGE_TESTS,
     SAMPLE_SKIPS,
+    TIMEOUT_CONSTANT,
     is_package,
     mutmut_config,
     prepare_copy,

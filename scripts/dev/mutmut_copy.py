@@ -236,6 +236,10 @@ def prepare_copy(copy: str, package: str, tests: tuple[str, ...]) -> None:
         f.write(head + '"""\n\n' + CHILD_HOOK + rest)
 
 
+# Seconds a mutant run gets beyond its tests' own time, before the x15 (mutmut's default: 1).
+TIMEOUT_CONSTANT = 30
+
+
 def mutmut_config(package: str, tests: tuple[str, ...]) -> str:
     """setup.cfg's [mutmut] section: mutate `package`, select `tests`, no real SLURM jobs."""
     lines = [
@@ -249,6 +253,11 @@ def mutmut_config(package: str, tests: tuple[str, ...]) -> str:
         # the tests: forked from mutmut's own process, which ran TensorFlow while recording,
         # a child hangs at its first TensorFlow op (the runtime's threads do not survive fork).
         "process_isolation = forkserver",
+        # A mutant's time limit is (its tests' time in the stats run + this) x 15 wall seconds.
+        # The stats run timed each test inside one warm process; a forked child starts its
+        # first TensorFlow test cold (eager context, tracing, XLA), which with mutmut's default
+        # of 1 s gave a 21 s limit to a test of 0.4 s: a "timeout" that said nothing.
+        f"timeout_constant = {TIMEOUT_CONSTANT}",
         "pytest_add_cli_args_test_selection =",
         *[f"    {t}" for t in tests],
         "pytest_add_cli_args =",
