@@ -278,3 +278,26 @@ def test_a_damaged_record_met_while_training_a_sequential_model_leaves_nothing_b
     (record,) = os.listdir(model_dir / "runs")
     assert sorted(os.listdir(model_dir)) == ["runs"]
     assert json.loads((model_dir / "runs" / record).read_text())["status"] == "failed"
+
+
+def test_read_every_record_counts_every_record_past_the_first_batch(tmp_path):
+    """(records read, None) for a whole file of 150 records (three of the reader's batches of
+    64), and the whole batches read before the damage for a cut one."""
+    path = str(tmp_path / "r.tfrecord")
+    sharded_io.write_tfrecord(path, [b"x" * 10 for _ in range(150)], "")
+    assert shard_checks.read_every_record(path) == (150, None)
+    _truncate(path, 140 * (12 + 10 + 4) + 12 + 5)  # inside record 141's data
+    n, why = shard_checks.read_every_record(path)
+    assert n == 128 and why.startswith("DataLossError after 128 records: ")  # whole batches
+
+
+def test_a_long_check_says_how_many_files_it_read_and_how_long_it_took(
+    tmp_path, monkeypatch, caplog
+):
+    write_raw_rollouts(tmp_path, "train", num_files=3, per_file=1, compression="GZIP")
+    files = sharded_io.list_shards(str(tmp_path / "*.tfrecord-*"))
+    clock = iter([100.0, 107.4])
+    monkeypatch.setattr(shard_checks.time, "monotonic", lambda: next(clock))
+    with caplog.at_level("INFO", logger=shard_checks.__name__):
+        assert shard_checks.find_bad_shards(files, threads=1) == []
+    assert [r.getMessage() for r in caplog.records] == ["Checked 3 shard files in 7 s."]

@@ -185,3 +185,23 @@ def test_git_info_says_whether_tracked_files_changed(tmp_path):
     (repo / "a.py").write_text("x = 2\n")
     assert run_record.git_info(str(repo))["dirty"] is True
     assert run_record.git_info(str(tmp_path / "not_a_repo_xyz")) is None
+
+
+def test_git_info_gives_up_on_a_git_call_after_20_seconds(monkeypatch):
+    """A hung file system must not hang the stage: each git call has a 20 s limit, and one
+    that runs out leaves the record without a code version (None), as outside a checkout."""
+    limits = []
+
+    def fake_run(cmd, **kwargs):
+        limits.append(kwargs.get("timeout"))
+        return subprocess.CompletedProcess(cmd, 0, stdout="abc\n", stderr="")
+
+    monkeypatch.setattr(run_record.subprocess, "run", fake_run)
+    assert run_record.git_info("/anywhere") == {"commit": "abc", "dirty": True, "root": "abc"}
+    assert limits == [20, 20, 20]
+
+    def hung(cmd, **kwargs):
+        raise subprocess.TimeoutExpired(cmd, kwargs["timeout"])
+
+    monkeypatch.setattr(run_record.subprocess, "run", hung)
+    assert run_record.git_info("/anywhere") is None

@@ -44,6 +44,9 @@ def test_pictures_are_png_or_gif_shown_inline_and_saved(tmp_path):
     gif = visualize.animation(_frames(6), fps=5, scale=1)
     assert gif.format == "gif" and _open(gif).n_frames == 6 and _open(gif).size == (W, H)
     assert _open(gif).info["duration"] == 200
+    # each frame 1/fps to GIF's 10 ms, at least 20 ms (browsers slow down 0-10 ms frames)
+    for fps, ms in ((30, 30), (12, 80), (28.6, 30), (28.4, 40), (51.3, 20), (60, 20), (500, 20)):
+        assert _open(visualize.animation(_frames(2), fps=fps)).info["duration"] == ms, fps
     assert "data:image/gif;base64," in gif._repr_mimebundle_()["text/html"]
 
     path = gif.save(str(tmp_path / "sub" / "a.gif"))

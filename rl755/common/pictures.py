@@ -115,7 +115,8 @@ def frames_image(frames, columns: int | None = None, scale: int | None = None) -
 
 
 def animation(frames, fps: float = 10, scale: int | None = None) -> Picture:
-    """frames [T, H, W, C] as a looping animated GIF Picture."""
+    """frames [T, H, W, C] as a looping animated GIF Picture; each frame lasts 1/fps s to the
+    nearest 10 ms (GIF's unit), at least 20 ms (shorter frames play slower in browsers)."""
     from PIL import Image
 
     frames = upscaled(to_uint8(frames), scale)
@@ -128,7 +129,8 @@ def animation(frames, fps: float = 10, scale: int | None = None) -> Picture:
         format="GIF",
         save_all=True,
         append_images=images[1:],
-        duration=max(10, int(round(1000.0 / fps))),
+        # GIF keeps centiseconds, and browsers show a frame of 0 or 1 cs for 10 cs
+        duration=10 * max(2, int(round(100.0 / fps))),
         loop=0,
     )
     return Picture(buf.getvalue(), "gif")

@@ -68,7 +68,8 @@ def _now() -> str:
 
 
 def git_info(path: str | None = None) -> dict | None:
-    """{"commit", "dirty", "root"} of the git checkout holding `path` (default: rl755's)."""
+    """{"commit", "dirty", "root"} of the git checkout holding `path` (default: rl755's), or
+    None outside one, or if a git call fails or takes more than 20 s (a hung file system)."""
     path = path or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     def git(*args: str) -> str:
