@@ -49,6 +49,20 @@ RESULTS = [
         False,
     ),
     (
+        "`dream_controller` on fresh seeds 4000-4099",
+        "experiments/doom_take_cover/dream_controller/evaluation_seeds4000",
+        None,
+        True,
+        4000,
+    ),
+    (
+        "`dream_controller` on fresh seeds 4000-4099",
+        "experiments/doom_take_cover/dream_controller/evaluation_seeds4000",
+        "random_policy",
+        False,
+        4000,
+    ),
+    (
         "ensemble_from_round6",
         "experiments/car_racing/dream_iterations/ensemble_from_round6/evaluation_100",
         None,

@@ -6,6 +6,7 @@ import io
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from PIL import Image
 
 from rl755 import visualize
@@ -106,6 +107,30 @@ def test_reconstructions_put_the_seen_frames_above_their_reconstructions(tiny_wo
     assert visualize.reconstructions_image(vae, frames[:5]).format == "png"
 
 
+class _PlusOne:
+    """A sequential model whose next z is the z it was last fed plus 1 (no noise)."""
+
+    def initial_state(self, batch):
+        return ()
+
+    def step(self, z, action, state):
+        return z, state
+
+    def sample_next(self, h, temperature, seed, z):
+        return {"z": tf.cast(h, tf.float64) + 1.0}  # a model of another dtype
+
+
+def test_the_one_step_row_feeds_real_latents_and_the_dream_its_own():
+    z = np.arange(10, dtype=np.float32)[:, None] * 10.0 * np.ones((1, 2), np.float32)
+    actions = np.zeros((10, 3), np.float32)
+    args = (_PlusOne(), z, actions, 3, 4)
+    one_step = visualize._step_latents(*args, False, 1.0, 0)
+    dream = visualize._step_latents(*args, True, 1.0, 0)
+    np.testing.assert_array_equal(one_step[:, 0], [31, 41, 51, 61])  # z_t + 1, t = 3..6
+    np.testing.assert_array_equal(dream[:, 0], [31, 32, 33, 34])  # from z_3, on its own
+    assert one_step.dtype == dream.dtype == np.float32  # and fed back as float32
+
+
 def test_world_model_rows_one_step_and_dreams(tiny_world_model):
     vae, seq, frames, actions = tiny_world_model
     rows = visualize.world_model_rows(
@@ -183,6 +208,21 @@ def test_registered_models_are_loaded_by_kind_and_drawn(monkeypatch, tmp_path):
     assert visualize.predicted_frames_for_registry("FAKE_PIXELS", "e", "s", out, 3) == out
     assert asked == [("FAKE_PIXELS", "e", zoo.ENCODER), ("FAKE_PIXELS", "s", zoo.SEQUENTIAL)]
     assert drawn == [("FAKE_PIXELS", "built e", "built s", out, 3)]
+
+
+def test_latent_projection_plots_the_centred_latents_on_their_principal_axes(monkeypatch):
+    """z far from the origin, moving along dimension 0: the points lie on PC 1 at z_t's offset
+    from the mean, and PC 2 is 0 (the mean is taken out before the projection)."""
+    t = np.arange(8, dtype=np.float64)
+    z = np.stack([100.0 + 3 * t, np.full(8, 50.0), np.full(8, -20.0)], axis=1)
+    monkeypatch.setattr(visualize, "encode", lambda encoder, frames: z)
+    figures = []
+    real = visualize.figure
+    monkeypatch.setattr(visualize, "figure", lambda fig: figures.append(fig) or real(fig))
+    visualize.latent_projection(None, np.zeros((8, H, W, 3), np.uint8))
+    xy = figures[0].axes[0].collections[0].get_offsets()
+    np.testing.assert_allclose(np.abs(xy[:, 0]), np.abs(3 * t - 10.5), atol=1e-9)
+    np.testing.assert_allclose(xy[:, 1], 0.0, atol=1e-9)
 
 
 def test_latent_projection_labels_its_colour_bar_axes_and_title(tiny_world_model, monkeypatch):
