@@ -242,9 +242,46 @@ def test_encoded_datasets_read_the_file_names_the_encoding_stage_writes():
 
 
 def _all_encoded_classes():
+    """Every environment's encoded dataset classes, built anew: the cached ones were made when
+    a test module imported them (rl755.data.fake), before any test ran."""
     from rl755.data import registry
 
-    return [c for env in Environments for c in registry.encoded_rollouts_classes(env).values()]
+    build = registry._encoded_rollouts_classes.__wrapped__
+    return [c for env in Environments for _, c in build(env)]
+
+
+def test_each_built_encoded_dataset_class_hints_at_encoding_when_nothing_is_encoded(tmp_path):
+    root = tmp_path / "data" / "fake" / "encoded_rollouts"
+    [vae] = [c for c in _all_encoded_classes() if c.ENVIRONMENT.name == "FAKE_PIXELS"][:1]
+    assert vae.__name__ == "VaeEncodedRollouts" and vae.__module__ == "rl755.data.registry"
+    hint = vae()._missing_data_hint()
+    assert hint.startswith(f"No encoded rollouts under {root}. Encode raw rollouts first")
+    assert hint.endswith("or --rollouts_pattern='<dir>/encoded-{split}*.tfrecord-*'.")
+
+
+def test_slices_of_one_step_are_allowed_and_of_none_refused(encoded_dir):
+    s = next(VaeEncodedRollouts().get_autoregressive_slices(1).as_numpy_iterator())
+    assert s["inputs"].shape == (1, Z + 3)  # z and action of one step
+    with pytest.raises(ValueError, match="sequence_length must be a positive integer, got 0"):
+        VaeEncodedRollouts().get_autoregressive_slices(0)
+
+
+def test_shuffled_files_come_in_a_new_order_each_pass(tmp_path):
+    """rollouts_ds(repeat=True): the shard order is drawn again for every pass over them."""
+    d = tmp_path / "data" / "fake" / "encoded_rollouts" / "vae"
+    d.mkdir(parents=True)
+    for i in range(6):
+        _write(d, "encoded-train", [_encoded_rollout(2, offset=100.0 * i)], "GZIP", i, 6)
+    info = {"environment": "FAKE_PIXELS", "representation_size": Z, "has_std_devs": True}
+    sharded_io.write_dataset_info(str(d), info)
+    from rl755.common import determinism
+
+    determinism.set_op_determinism(True)  # the interleave's order is the files' (reset after)
+    tf.random.set_seed(0)
+    ds = VaeEncodedRollouts().rollouts_ds(repeat=True, shuffle_files=True).take(36)
+    order = [int(r["observations"][0, 0]) // 100 for r in ds.as_numpy_iterator()]
+    passes = {tuple(order[i : i + 6]) for i in range(0, 36, 6)}
+    assert sorted(set(order)) == list(range(6)) and len(passes) > 1, order
 
 
 def test_episode_start_slices_begin_at_each_rollouts_first_step(encoded_dir):

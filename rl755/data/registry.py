@@ -93,8 +93,8 @@ def encoded_rollouts_class(environment: Environment | str, name: str) -> type:
 
 
 def _attrs(env: Environment, doc: str) -> dict:
-    # type() sets __module__ to this module's name: the classes are made here
-    return {"ENVIRONMENT": env, "__doc__": doc}
+    # without __module__, ABCMeta's type() call would name the classes' module "abc"
+    return {"ENVIRONMENT": env, "__doc__": doc, "__module__": __name__}
 
 
 def _encoded(env: Environment, name: str, subdir: str, size: int | None, doc: str) -> type:
