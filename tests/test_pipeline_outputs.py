@@ -242,7 +242,11 @@ def test_each_stage_is_compared_on_its_own_output_files_only(tmp_path):
         "collect": [(paths.raw_dir, "rollouts-train.tfrecord-00000-of-00002")],
         "train_encoder": [(enc, "model-001.weights.h5"), (enc, "model-001.json")],
         "encode": [(paths.encoded_dir(preset.encoder_name), "encoded-train.tfrecord-00000")],
-        "train_sequential": [(seq, "model-002.weights.h5"), (seq, "model-002.npz")],
+        "train_sequential": [
+            (seq, "model-002.weights.h5"),
+            (seq, "model-002.npz"),
+            (seq, "model-002.json"),
+        ],
         "train_controller": [(ctl, "controller_params.npy"), (ctl, "summary.json")],
         "evaluate": [(paths.evaluation_dir, "evaluation.json")],
     }

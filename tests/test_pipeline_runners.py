@@ -303,7 +303,7 @@ def test_until_stops_a_recipe_after_that_step(tmp_path, monkeypatch, environ):
 
 
 def test_a_failed_step_stops_the_recipe_and_the_summary_keeps_what_was_done(
-    tmp_path, monkeypatch, environ
+    tmp_path, monkeypatch, environ, capsys
 ):
     out = str(tmp_path / "run")
     _, stages = _recipe_stages(out)
@@ -316,6 +316,8 @@ def test_a_failed_step_stops_the_recipe_and_the_summary_keeps_what_was_done(
         steps = json.load(f)["steps"]
     assert [r["status"] for r in steps] == ["ok", "ok"] + ["not done"] * (len(names) - 2)
     assert [r["seconds"] for r in steps[2:]] == [0.0] * (len(names) - 2)
+    with open(os.path.join(out, recipe_runner.SUMMARY)) as f:  # printed before the error
+        assert recipe_runner.format_summary(json.load(f)) in capsys.readouterr().out
     # The rerun starts at the failed step; the finished ones are not started again.
     fake.fail, fake.events[:] = None, []
     recipe_runner.run_recipe(RECIPE, out)

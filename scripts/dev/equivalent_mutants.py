@@ -22,6 +22,9 @@ KINDS = {
 }
 
 EQUIVALENT = {
+    # _array_diff: b.astype(None) for b.astype(np.float64) on integer arrays; numpy reads a
+    # dtype of None as float64.
+    "rl755.pipeline.compare.x__array_diff__mutmut_63": "same-value",
     # FaultyEnv.__init__: _steps = 1 for 0; reset(), which gymnasium requires before the first
     # step, sets it to 0 again.
     "rl755.testing.faulty_env.xǁFaultyEnvǁ__init____mutmut_4": "overwritten-before-read",

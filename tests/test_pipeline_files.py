@@ -1,0 +1,94 @@
+"""What a run's own files say and where its steps read: recipe.json and pipeline.json, an
+unpacked run's resume, a SLURM submission's record, encode steps' patterns, GPU groups."""
+
+import fnmatch
+import json
+import os
+
+import pytest
+
+from rl755 import pipeline
+from rl755.common import sharded_io
+from rl755.common.errors import BadInput
+from rl755.pipeline import pack, presets, recipe_runner
+from rl755.pipeline.recipe_book import RECIPES, get_recipe
+from rl755.pipeline.recipes import RECIPE_FILE
+from rl755.pipeline.stages import RUN_FILE
+
+
+@pytest.fixture
+def environ(monkeypatch):
+    """The runners export the stages' environment into os.environ: undone after the test."""
+    for key in pipeline.stage_environ("/x"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def test_a_run_is_a_recipe_run_or_a_preset_run_by_the_file_it_holds(tmp_path):
+    recipe_run, preset_run = tmp_path / "r", tmp_path / "p"
+    recipe_run.mkdir()
+    preset_run.mkdir()
+    (recipe_run / RECIPE_FILE).write_text(json.dumps({"recipe": "tiny_doom_dream", "seed": 1}))
+    (preset_run / RUN_FILE).write_text(json.dumps({"preset": "tiny", "seed": 2}))
+    assert pack.run_kind(str(recipe_run)) == ("recipe", {"recipe": "tiny_doom_dream", "seed": 1})
+    assert pack.run_kind(str(preset_run)) == ("preset", {"preset": "tiny", "seed": 2})
+
+
+def test_an_unpacked_recipe_run_resumes_with_its_seed_and_determinism(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(recipe_runner, "run_recipe", lambda *a: calls.append(a) or {"ok": 1})
+    run = {"recipe": "tiny_doom_dream", "seed": 7, "deterministic": True}
+    assert pack.resume_unpacked({"kind": "recipe", "run": run}, str(tmp_path)) == {"ok": 1}
+    assert calls == [("tiny_doom_dream", str(tmp_path), 7, True)]
+
+
+def test_an_unreadable_recipe_file_is_named_with_why(tmp_path):
+    (tmp_path / RECIPE_FILE).write_text("{not json")
+    with pytest.raises(BadInput) as e:
+        recipe_runner.read_recipe_file(str(tmp_path))
+    assert str(e.value).startswith(f"{tmp_path / RECIPE_FILE} is unreadable: Expecting ")
+    assert recipe_runner.read_recipe_file(str(tmp_path / "none")) is None
+
+
+def test_a_submitted_recipe_records_its_name_and_seed_before_its_jobs(
+    tmp_path, monkeypatch, environ
+):
+    from rl755.slurm import chain
+
+    def submit_chain(stages, before_submitting, **kwargs):
+        before_submitting()
+        return []
+
+    monkeypatch.setattr(chain, "submit_chain", submit_chain)
+    out = str(tmp_path / "run")
+    assert recipe_runner.submit_recipe("tiny_doom_dream", out, seed=3, deterministic=True) == []
+    recorded = recipe_runner.read_recipe_file(out)
+    assert (recorded["recipe"], recorded["seed"], recorded["deterministic"]) == (
+        "tiny_doom_dream",
+        3,
+        True,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_each_encode_step_reads_the_shards_its_collection_writes(name):
+    steps = get_recipe(name).steps
+    collected = {s.flags["out_dir"] for s in steps if s.stage == "collect"}
+    encodes = [s for s in steps if s.stage == "encode"]
+    assert encodes and collected
+    for step in encodes:
+        pattern = step.flags["rollouts_pattern"].format(split=step.flags["split"])
+        [raw_dir] = [d for d in collected if pattern.startswith(d + "/")]
+        shard = os.path.join(
+            raw_dir, sharded_io.shard_name(f"rollouts-{step.flags['split']}", 1, 4)
+        )
+        assert fnmatch.fnmatch(shard, pattern), (step.name, pattern)
+
+
+def test_the_gpu_groups_get_the_gpu_resources_and_the_others_the_cpu_ones():
+    cpu, gpu = {"cpus": 2}, {"gpus": 1}
+    groups = presets._resources(cpu, gpu, encode={"time": "1:00:00"})
+    for group in ("train_encoder", "train_sequential"):
+        assert groups[group] == gpu, group
+    assert groups["encode"] == {"gpus": 1, "time": "1:00:00"}
+    others = set(groups) - {"train_encoder", "encode", "train_sequential"}
+    assert others and all(groups[g] == cpu for g in others)
