@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import tensorflow as tf
 
-_LAPLACIAN = tf.constant([[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]])[:, :, None, None]
+# A numpy array, not a tf.constant: a tensor made while importing would start TensorFlow's
+# runtime, after which logical devices can no longer be configured (and a fork of the
+# importing process hangs at its first op).
+_LAPLACIAN = np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32)[:, :, None, None]
 
 
 def _grey(frames: tf.Tensor) -> tf.Tensor:
