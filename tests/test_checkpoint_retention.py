@@ -4,6 +4,7 @@ exactly the state of an uninterrupted one."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -148,3 +149,23 @@ def test_the_encoder_trainer_keeps_the_newest_and_the_best_with_their_pictures(t
     assert [c.number for c in kept if c.info["best"]][-1] == best
     pictures = sorted(f for f in os.listdir(model_dir) if f.endswith(".reconstructions.png"))
     assert pictures == [checkpoints.file_name(c.number, ".reconstructions.png") for c in kept]
+
+
+def test_markers_that_are_no_checkpoint_are_passed_over_not_the_end_of_the_list(
+    tmp_path, monkeypatch
+):
+    """Listed first, a marker of another name, an unreadable one, one that is not a dict and
+    one whose files are missing: each is skipped, and the complete checkpoints still come."""
+    for number in (1, 2):
+        _write(tmp_path, number)
+    bad = {"model-x.json": "{}", "model-003.json": "{not json", "model-004.json": "[]",
+           "model-005.json": json.dumps({"files": {"weights": "model-005.weights.h5"}})}  # fmt: skip
+    for name, text in bad.items():
+        (tmp_path / name).write_text(text)
+    real_glob = checkpoints.glob.glob
+    monkeypatch.setattr(
+        checkpoints.glob,
+        "glob",
+        lambda p: sorted(real_glob(p), key=lambda f: f.endswith(("-001.json", "-002.json"))),
+    )
+    assert [c.number for c in checkpoints.list_complete_checkpoints(str(tmp_path))] == [1, 2]

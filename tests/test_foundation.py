@@ -292,3 +292,31 @@ def test_replacing_a_worker_that_is_already_dead_starts_a_new_one(monkeypatch):
     pool._start_worker = started.append
     pool._replace(1)
     assert started == [1] and pool._idle == [0]
+
+
+def test_the_config_summary_says_whether_the_config_file_is_there(tmp_path):
+    path = tmp_path / "rl755_config.json"  # where the test's RL755_CONFIG points
+    assert config.describe().splitlines()[0] == f"config file: {path} (absent)"
+    path.write_text("{}")
+    assert config.describe().splitlines()[0] == f"config file: {path} (found)"
+
+
+def test_a_multi_task_srun_says_which_task_of_how_many_it_is(monkeypatch, caplog):
+    from rl755.common import devices
+
+    class Resolver:
+        task_id = 1
+
+        def cluster_spec(self):
+            return tf.train.ClusterSpec({"worker": ["a:1", "b:2"]})
+
+    resolver = Resolver()
+    monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "2")
+    monkeypatch.setattr(devices, "_slurm_resolver", lambda: resolver)
+    monkeypatch.setattr(
+        tf.distribute, "MultiWorkerMirroredStrategy", lambda cluster_resolver: cluster_resolver
+    )
+    with caplog.at_level("INFO", logger="absl"):
+        assert devices.make_strategy() is resolver
+    messages = [r.getMessage() for r in caplog.records]
+    assert "Multi-worker training: task 1 of 2 ({'worker': ['a:1', 'b:2']})" in messages

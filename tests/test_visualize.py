@@ -65,6 +65,22 @@ def test_jupyter_displays_a_picture():
     assert "image/png" in data
 
 
+def test_labeled_rows_leave_room_for_their_labels(monkeypatch):
+    """1.4 in. at least beside the frames, and 0.4 + 0.09 in. a character for long labels."""
+    sizes = []
+    from rl755.common import pictures
+
+    real = pictures.figure
+    monkeypatch.setattr(
+        pictures, "figure", lambda fig: sizes.append(fig.get_size_inches()) or real(fig)
+    )
+    rows = {"real": _frames(2), "dream": _frames(2)}
+    visualize.labeled_rows(rows)
+    visualize.labeled_rows({"a label thirty characters long": _frames(2), "x": _frames(2)})
+    frames_w = sizes[0][0] - 1.4
+    assert sizes[1][0] == pytest.approx(frames_w + 0.4 + 0.09 * 30)
+
+
 def test_labeled_rows_and_figures_are_pngs_without_touching_pyplot():
     import matplotlib
 
