@@ -250,6 +250,22 @@ def test_loss_is_masked_and_weighted():
     np.testing.assert_allclose(loss, z_term + r_term + d_term, rtol=1e-5)
 
 
+def test_a_batch_without_target_mask_scores_its_targets_where_mask_is_set():
+    """Batches made by hand may leave out "target_mask": the z term then reads "mask"."""
+    model = fake_model("transformer.base_deterministic_transformer_with_heads")()
+    x = tf.random.normal([2, 4, Z + A], seed=1)
+    preds = model(x)
+    mask = tf.constant([[1.0, 1, 1, 0], [1, 1, 0, 0]])
+    targets = np.random.default_rng(1).normal(size=(2, 4, Z)).astype(np.float32)
+    batch = {"targets": targets, "rewards": tf.ones([2, 4]), "dones": tf.zeros([2, 4])}
+    without = model.loss_sums({**batch, "mask": mask}, preds)
+    with_it = model.loss_sums({**batch, "mask": mask, "target_mask": mask}, preds)
+    for a, b in zip(without, with_it):
+        assert a.keys() == b.keys()
+        for key in a:
+            np.testing.assert_allclose(a[key].numpy(), b[key].numpy(), rtol=1e-6, err_msg=key)
+
+
 def test_lstm_mask_carries_state_through_padding():
     model = fake_model("lstm.deterministic_lstm")()
     x = tf.random.normal([1, 5, Z + A])
