@@ -4,6 +4,7 @@ unpacked run's resume, a SLURM submission's record, encode steps' patterns, GPU 
 import fnmatch
 import json
 import os
+import sys
 
 import pytest
 
@@ -92,3 +93,41 @@ def test_the_gpu_groups_get_the_gpu_resources_and_the_others_the_cpu_ones():
     assert groups["encode"] == {"gpus": 1, "time": "1:00:00"}
     others = set(groups) - {"train_encoder", "encode", "train_sequential"}
     assert others and all(groups[g] == cpu for g in others)
+
+
+def test_a_runs_evaluation_plays_seeds_10000_past_the_run_seed():
+    """Evaluation episodes start at 10,000 + --seed: never the seeds collection drew from."""
+    for seed in (0, 5):
+        stages = pipeline.build_stages(pipeline.PRESETS["tiny"], "/tmp/unused", seed=seed)
+        [evaluate] = [s for s in stages if s.name == "evaluate"]
+        assert evaluate.flags["seed"] == 10_000 + seed
+
+
+def test_car_racing_sequential_training_waits_for_both_encoded_splits(tmp_path, monkeypatch):
+    from rl755.pipeline.recipes import build_recipe_stages
+
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))  # no sbatch: no cluster asked
+    stages = build_recipe_stages(get_recipe("car_racing_real"), str(tmp_path))
+    after = {s.name: s.after for s in stages}
+    assert after["train_sequential"] == ("encode_train", "encode_validation")
+
+
+def test_a_run_without_its_pipeline_file_is_refused_with_what_to_do(tmp_path):
+    from rl755.pipeline.runners import read_run_file
+
+    with pytest.raises(BadInput) as e:
+        read_run_file(str(tmp_path))
+    assert str(e.value).endswith(
+        "it is written by scripts/pipeline.py when a run starts. Run the pipeline on this "
+        "--out_dir first."
+    )
+    assert str(e.value).startswith(f"{tmp_path / RUN_FILE} is missing or unreadable (")
+
+
+def test_the_slurm_report_prints_the_summary_it_writes(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    os.makedirs(out)
+    with open(os.path.join(out, RECIPE_FILE), "w") as f:
+        json.dump({"recipe": "tiny_car_racing_real", "seed": 0, "deterministic": None}, f)
+    summary = recipe_runner.report(out)
+    assert recipe_runner.format_summary(summary) in capsys.readouterr().out

@@ -68,7 +68,7 @@ def _array_diff(a, b) -> float | None:
         with np.errstate(invalid="ignore", over="ignore"):
             d = np.abs(a.astype(np.float64) - b.astype(np.float64))
         d = np.where(np.isnan(d), np.inf, d)
-        return float(d.max()) if d.size else 0.0
+        return float(d.max())  # not empty: empty arrays are equal
     if np.array_equal(a, b):
         return None
     if a.dtype.kind in "iub":
