@@ -131,3 +131,14 @@ def test_the_slurm_report_prints_the_summary_it_writes(tmp_path, capsys):
         json.dump({"recipe": "tiny_car_racing_real", "seed": 0, "deterministic": None}, f)
     summary = recipe_runner.report(out)
     assert recipe_runner.format_summary(summary) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["doom_dream", "tiny_doom_dream"])
+def test_the_doom_recipes_controllers_read_the_vae_at_its_own_z(name):
+    """Every step that loads the recipe's VAE from its directory is told the VAE's Z: the
+    zoo row raw_rollout_vae_64ld's 64."""
+    from rl755 import zoo
+
+    z = zoo.get("DOOM_TAKE_COVER", "raw_rollout_vae_64ld").representation_size
+    readers = [s for s in get_recipe(name).steps if "encoder_dir" in s.flags]
+    assert readers and all(s.flags["representation_size"] == z == 64 for s in readers)
