@@ -142,3 +142,16 @@ def test_the_doom_recipes_controllers_read_the_vae_at_its_own_z(name):
     z = zoo.get("DOOM_TAKE_COVER", "raw_rollout_vae_64ld").representation_size
     readers = [s for s in get_recipe(name).steps if "encoder_dir" in s.flags]
     assert readers and all(s.flags["representation_size"] == z == 64 for s in readers)
+
+
+def test_a_derived_preset_changes_only_the_resource_fields_it_names():
+    import dataclasses
+
+    base = dataclasses.asdict(pipeline.PRESETS["demo"])
+    changes = {g: ({"time": "9:00:00"} if g == "encode" else {}) for g in base["resources"]}
+    derived = presets._preset(base, resources=changes)
+    assert derived.resources == {
+        **base["resources"],
+        "encode": {**base["resources"]["encode"], "time": "9:00:00"},
+    }
+    assert len(derived.resources["encode"]) > 1 and base["resources"]["encode"]["time"] != "9:00:00"
