@@ -189,8 +189,10 @@ def test_shard_names():
         74,
     )
     assert sharded_io.parse_shard_name("/a/.rollouts.tfrecord-00003-of-00074.tmp-ab") is None
-    with pytest.raises(ValueError):
-        sharded_io.shard_name("x", 5, 5)
+    for index in (5, -1):
+        with pytest.raises(ValueError) as e:
+            sharded_io.shard_name("x", index, 5)
+        assert str(e.value) == f"Shard index {index} is outside [0, 5)."
 
 
 def test_config_resolution_order(tmp_path, monkeypatch):
