@@ -155,3 +155,20 @@ def test_a_derived_preset_changes_only_the_resource_fields_it_names():
         "encode": {**base["resources"]["encode"], "time": "9:00:00"},
     }
     assert len(derived.resources["encode"]) > 1 and base["resources"]["encode"]["time"] != "9:00:00"
+
+
+@pytest.mark.parametrize("name", ["../escape.txt", "/abs.txt", "a/../../b.txt"])
+def test_an_archive_member_outside_the_run_is_refused_and_nothing_is_left(tmp_path, name):
+    import io
+    import tarfile
+
+    archive = str(tmp_path / "run.tar.gz")
+    with tarfile.open(archive, "w:gz") as tar:
+        for member, data in ((pack.MANIFEST, b'{"files": [], "out_dir": "/x"}'), (name, b"x")):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(BadInput) as e:
+        pack.unpack_run(archive, str(tmp_path / "out" / "run"))
+    assert str(e.value) == f"{archive} holds {name!r}, not a file of a packed run."
+    assert os.listdir(tmp_path / "out") == [] and not (tmp_path / "escape.txt").exists()
