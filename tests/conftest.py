@@ -11,6 +11,16 @@ import pytest  # noqa: E402
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.fixture
+def environ(monkeypatch):
+    """The pipeline's runners export the stages' environment into os.environ: undone after
+    the test."""
+    from rl755 import pipeline
+
+    for key in pipeline.stage_environ("/x"):
+        monkeypatch.delenv(key, raising=False)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_user_config(tmp_path, monkeypatch):
     """Points rl755's data/models dirs and config file at the test's tmp_path."""

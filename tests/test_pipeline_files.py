@@ -17,13 +17,6 @@ from rl755.pipeline.recipes import RECIPE_FILE
 from rl755.pipeline.stages import RUN_FILE
 
 
-@pytest.fixture
-def environ(monkeypatch):
-    """The runners export the stages' environment into os.environ: undone after the test."""
-    for key in pipeline.stage_environ("/x"):
-        monkeypatch.delenv(key, raising=False)
-
-
 def test_a_run_is_a_recipe_run_or_a_preset_run_by_the_file_it_holds(tmp_path):
     recipe_run, preset_run = tmp_path / "r", tmp_path / "p"
     recipe_run.mkdir()

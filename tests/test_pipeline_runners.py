@@ -97,13 +97,6 @@ def clock(monkeypatch):
     return clock
 
 
-@pytest.fixture
-def environ(monkeypatch):
-    """The runners export the stages' environment into os.environ: undone after the test."""
-    for key in pipeline.stage_environ("/x"):
-        monkeypatch.delenv(key, raising=False)
-
-
 # ---- run_local -------------------------------------------------------------------------------
 def test_run_local_checks_every_stage_then_runs_them_in_order_and_sums_them_up(
     tmp_path, monkeypatch, clock, environ, capsys

@@ -98,7 +98,7 @@ def _attrs(env: Environment, doc: str) -> dict:
 
 
 def _encoded(env: Environment, name: str, subdir: str, size: int | None, doc: str) -> type:
-    attrs = dict(_attrs(env, doc), SUBDIR=subdir, REPRESENTATION_SIZE=size)  # OUT_NAME "encoded"
+    attrs = dict(_attrs(env, doc), SUBDIR=subdir, REPRESENTATION_SIZE=size)  # OUT_NAME: the base's
     attrs["_missing_data_hint"] = _missing_encoded_hint
     return type(name, (EncodedRolloutsInDirectory,), attrs)
 

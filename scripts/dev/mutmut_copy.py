@@ -182,8 +182,7 @@ CHILD_HOOK = (
 # list was measured before child processes got CONFTEST_SHIM's recording, the fork server and
 # the copy on PYTHONPATH: some of those may pass now (test_small_runs_stay_in_this_process
 # did, in the copies of both packages that run it, and left; so did test_ray_pool.py's two,
-# in rl755/common's copy). Each is a test a mutant here
-# cannot reach; fewer is better.
+# in rl755/common's copy). Each is a test a mutant here cannot reach; fewer is better.
 INSTRUMENTED_DESELECT = (
     "tests/test_controller_ray.py::test_cma_generation_survives_a_worker_killed_mid_generation",
     "tests/test_controller_ray.py::test_hung_worker_times_out_and_its_trials_rerun",
