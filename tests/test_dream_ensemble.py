@@ -255,8 +255,9 @@ def test_dream_gap_plays_the_controllers_ensemble_unless_told_otherwise(tmp_path
 
 
 def test_dream_gap_dreams_at_the_controllers_saved_temperature(tmp_path, monkeypatch):
-    """A controller trained in a dream at temperature 1.15 is scored at 1.15 (its
-    controller.json), not 1.0; --temperature overrides it."""
+    """A controller trained in a dream at temperature 1.15 with episode ends scaled 2x is
+    scored in that dream (its controller.json), not at 1.0 and 1x; --temperature and
+    --done_prob_scale override them."""
     from rl755.controller import dream_gap as dream_gap_lib
 
     monkeypatch.setattr(resolve, "SequentialModelFromDir", lambda d: FakeDynamicsModel)
@@ -271,7 +272,7 @@ def test_dream_gap_dreams_at_the_controllers_saved_temperature(tmp_path, monkeyp
     )
     cfg = CmaConfig(
         mode="dream", population_size=4, trials_per_member=1, generations=1, sigma=0.5, seed=3,
-        rollout_max_steps=8, dream_initial_states=2, temperature=1.15,
+        rollout_max_steps=8, dream_initial_states=2, temperature=1.15, done_prob_scale=2.0,
     )  # fmt: skip
     d = str(tmp_path / "c")
     run_cma_es(spec, d, cfg)
@@ -279,13 +280,35 @@ def test_dream_gap_dreams_at_the_controllers_saved_temperature(tmp_path, monkeyp
     measure = dream_gap_lib.measure_dream_gap
 
     def spy(spec, params, temperature, **kw):
-        used.append(temperature)
+        used.append((temperature, kw["done_prob_scale"]))
         return measure(spec, params, temperature=temperature, **kw)
 
     monkeypatch.setattr(dream_gap_lib, "measure_dream_gap", spy)
     kw = dict(environment=ENV.name, controller_dir=d, num_episodes=2, seed=7, max_steps=8)
     own = dream_gap_lib.dream_gap(out_dir=str(tmp_path / "gap"), **kw)
-    told = dream_gap_lib.dream_gap(out_dir=str(tmp_path / "told"), temperature=1.0, **kw)
-    assert used == [1.15, 1.0]
+    told = dream_gap_lib.dream_gap(
+        out_dir=str(tmp_path / "told"), temperature=1.0, done_prob_scale=1.0, **kw
+    )
+    assert used == [(1.15, 2.0), (1.0, 1.0)]
     assert own["temperature"] == 1.15 and told["temperature"] == 1.0
+    assert own["done_prob_scale"] == 2.0 and told["done_prob_scale"] == 1.0
     assert json.loads((tmp_path / "gap" / "dream_gap.json").read_text())["temperature"] == 1.15
+
+
+def test_dream_gap_title_names_the_dream():
+    from rl755.controller.dream_gap import format_title
+
+    gap = {
+        "environment": "DOOM_TAKE_COVER", "sequential_model": "mdn", "temperature": 1.15,
+        "num_episodes": 100, "dream_ensemble": [], "dream_disagreement_penalty": 0.0,
+    }  # fmt: skip
+    plain = "DOOM_TAKE_COVER, mdn, temperature 1.15, 100 episodes per policy"
+    assert format_title(gap).startswith(plain)  # older dream_gap.json: no scale
+    assert format_title({**gap, "done_prob_scale": 1.0}).startswith(plain)
+    assert format_title({**gap, "done_prob_scale": 2.5}).startswith(
+        "DOOM_TAKE_COVER, mdn, temperature 1.15, episode ends x2.5, 100 episodes"
+    )
+    ens = {**gap, "dream_ensemble": ["a", "b"], "dream_disagreement_penalty": 0.5}
+    assert format_title(ens).startswith(
+        "DOOM_TAKE_COVER, mdn with a, b (reward = mean - 0.5 x std)"
+    )

@@ -111,6 +111,74 @@ def test_done_threshold_ends_dreams_when_the_head_crosses_it():
         DreamEvaluator(ConstantHazard(0.3), controller, z0, 50, done_threshold=1.5)
 
 
+def test_done_prob_scale_multiplies_the_end_probability_before_either_rule():
+    """done_prob x k: the threshold sees 0.1 x 3 = 0.3, the Bernoulli draws end
+    an episode where u < 0.3 with the same u, and k = 1 is the unscaled dream draw for draw."""
+    controller = networks.make_controller("LinearController", 3, environment=ENV)
+    z0 = np.zeros((64, 2), np.float32)
+    params = np.zeros((1, controller.num_params), np.float32)
+
+    def steps(**kw):
+        dream = DreamEvaluator(ConstantHazard(0.1), controller, z0, 60, **kw)
+        return dream.evaluate(params, np.arange(64), seed=5)["steps"][0]
+
+    assert np.all(steps(done_threshold=0.25) == 60)  # 0.1 < 0.25
+    assert np.all(steps(done_threshold=0.25, done_prob_scale=3.0) == 1)  # 0.3 > 0.25
+    assert np.all(steps(done_prob_scale=20.0) == 1)  # 0.1 x 20 >= 1: every episode ends at once
+    plain, scaled = steps(), steps(done_prob_scale=3.0)
+    np.testing.assert_array_equal(steps(done_prob_scale=1.0), plain)
+    assert np.all(scaled <= plain) and np.any(scaled < plain)  # the same draws, ended sooner
+    assert 6 < plain.mean() < 16 and 2 < scaled.mean() < 5.5  # ~ 1 / 0.1 and 1 / 0.3
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match="done_prob_scale must be > 0"):
+            DreamEvaluator(ConstantHazard(0.1), controller, z0, 60, done_prob_scale=bad)
+        with pytest.raises(ValueError, match="done_prob_scale must be > 0"):
+            CmaConfig(mode="dream", done_prob_scale=bad).validate()
+
+
+def test_done_prob_scale_is_recorded_kept_on_resume_and_dream_only(tmp_path):
+    spec = tiny_spec()
+    cfg = CmaConfig(
+        mode="dream", population_size=4, trials_per_member=1, generations=1,
+        rollout_max_steps=6, dream_initial_states=2, eval_every=0, done_prob_scale=2.5,
+    )  # fmt: skip
+    d = tmp_path / "scaled"
+    run_cma_es(spec, str(d), cfg)
+    assert json.loads((d / "controller.json").read_text())["done_prob_scale"] == 2.5
+    with pytest.raises(ValueError, match="done_prob_scale=2.5.*keep the same dream"):
+        run_cma_es(spec, str(d), dataclasses.replace(cfg, generations=2, done_prob_scale=1.0))
+    plain = tmp_path / "plain"  # the default is not recorded: older runs resume as they were
+    run_cma_es(spec, str(plain), dataclasses.replace(cfg, done_prob_scale=1.0))
+    assert "done_prob_scale" not in json.loads((plain / "controller.json").read_text())
+    real = dataclasses.replace(cfg, mode="real", eval_in="real")
+    with pytest.raises(ValueError, match="--done_prob_scale.*--mode=dream"):
+        run_cma_es(spec, str(tmp_path / "real"), real)
+    assert not (tmp_path / "real").exists()
+
+
+def test_training_and_its_dream_evaluations_play_the_scaled_dream(tmp_path):
+    """Hazard 0.1 under a 0.25 threshold never ends a dream; scaled 3x it ends every one at
+    its first step, in the training's episodes and in the evaluations that choose."""
+    from rl755.testing.fake_world_model import FakeLatentEncoder
+
+    spec = AgentSpec(
+        ENV.name,
+        "LinearController",
+        encoder_fn=FakeLatentEncoder,
+        sequential_model_fn=lambda: ConstantHazard(0.1),
+    )
+    cfg = CmaConfig(
+        mode="dream", population_size=4, trials_per_member=2, generations=2, seed=3,
+        rollout_max_steps=9, eval_every=1, eval_episodes=3, dream_initial_states=4,
+        eval_in="dream", done_threshold=0.25,
+    )  # fmt: skip
+    for scale, length in ((1.0, 9), (3.0, 1)):
+        d = tmp_path / f"k{scale}"
+        result = run_cma_es(spec, str(d), dataclasses.replace(cfg, done_prob_scale=scale))
+        assert {e["mean"] for e in result["evals"]} == {float(length)}
+        assert {(h["mean"], h["best"], h["worst"]) for h in result.history} == {(length,) * 3}
+
+
 def test_dream_training_records_both_settings(tmp_path):
     out_dir = tmp_path / "c"
     cfg = CmaConfig(

@@ -46,8 +46,8 @@ CURVE = "learning_curve.png"
 
 
 def _check_same_dream(model_dir: str, old: dict, meta: dict) -> None:
-    """A resumed dream run keeps its dream: the same ensemble and penalty."""
-    for key in ("dream_ensemble", "dream_disagreement_penalty"):
+    """A resumed dream run keeps its dream: the same ensemble, penalty and end scale."""
+    for key in ("dream_ensemble", "dream_disagreement_penalty", "done_prob_scale"):
         if old.get(key) != meta.get(key):
             raise ValueError(
                 f"{model_dir} was trained with {key}={old.get(key)!r}, this run asks for "
@@ -136,6 +136,10 @@ def run_cma_es(
         temperature=cfg.temperature if dream else None,
         done_threshold=cfg.done_threshold if dream else None,
     )
+    if cfg.done_prob_scale != 1.0:  # recorded only when used: older runs resume as before
+        if not dream:
+            raise ValueError("--done_prob_scale scales the dream's episode ends: use --mode=dream.")
+        meta.update(done_prob_scale=cfg.done_prob_scale)
     dream_ensemble = dict(dream_ensemble or {})
     check_disagreement_penalty(cfg.dream_disagreement_penalty, dream_ensemble)
     if dream_ensemble:
@@ -199,6 +203,7 @@ def run_cma_es(
                 spec.action_fn,
                 cell_state=spec.cell_state,
                 done_threshold=cfg.done_threshold,
+                done_prob_scale=cfg.done_prob_scale,
                 ensemble=members,
                 disagreement_penalty=cfg.dream_disagreement_penalty,
             )

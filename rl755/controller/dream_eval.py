@@ -22,6 +22,10 @@ An episode ends after `max_steps`, or when the episode-end head says so:
                                 first step is 0.16, so 0.09 ends
                                 every dream there, while Bernoulli draws (0) gave episode
                                 lengths close to the real game's.
+  done_prob_scale = k (default 1) multiplies done_prob before either rule (k p >= 1 ends): k > 1
+                                is a harsher dream for a head that under-predicts episode
+                                ends where the controller goes (`scripts/models/dream_gap.py`
+                                measures that: the dream's mean length against the real one).
 
 An ensemble (`ensemble=(m_1, ..., m_K)`: more sequential models of the same Z and actions,
 e.g. MDN-RNNs fine-tuned on other data or from other seeds) makes the dream pessimistic where
@@ -112,13 +116,14 @@ class DreamEvaluator:
         done_threshold: float = 0.0,
         ensemble=(),
         disagreement_penalty: float = 0.0,
+        done_prob_scale: float = 1.0,
     ):
         """`action_fn` maps controller outputs [B, A] (TF) to the actions the model was trained
         on, e.g. `Environments.DOOM_TAKE_COVER.to_stored_action` (one-hot of the argmax) for
         discrete environments; None feeds the outputs as they are (continuous actions).
         `end_episodes=False` ignores the episode-end head: every dream lasts max_steps (models
         without a trained done head; benchmarks at random weights). `cell_state`: the
-        controller also reads the LSTM's cell c. `done_threshold`, `ensemble`,
+        controller also reads the LSTM's cell c. `done_threshold`, `done_prob_scale`, `ensemble`,
         `disagreement_penalty`: see the module docstring."""
         want = sequential_model.representation_size + sequential_model.hidden_size
         what = "Z + H"
@@ -132,6 +137,8 @@ class DreamEvaluator:
             )
         if not 0.0 <= float(done_threshold) < 1.0:
             raise ValueError(f"done_threshold must be in [0, 1), got {done_threshold}.")
+        if not float(done_prob_scale) > 0:
+            raise ValueError(f"done_prob_scale must be > 0, got {done_prob_scale}.")
         ensemble = tuple(ensemble)
         for i, member in enumerate(ensemble):
             sizes = (member.representation_size, member.action_size)
@@ -158,6 +165,7 @@ class DreamEvaluator:
         self.end_episodes = bool(end_episodes)
         self.cell_state = bool(cell_state)
         self.done_threshold = float(done_threshold)
+        self.done_prob_scale = float(done_prob_scale)
         self.ensemble = ensemble
         self.disagreement_penalty = float(disagreement_penalty)
         self._rollout_fn = tf.function(self._rollout)
@@ -220,6 +228,8 @@ class DreamEvaluator:
             total += alive * reward
             spread += alive * reward_std
             steps += alive
+            if self.done_prob_scale != 1.0:  # a product above 1 ends the episode either way
+                done_prob = done_prob * self.done_prob_scale
             if self.done_threshold > 0:
                 done = tf.cast(done_prob > self.done_threshold, tf.float32)
             else:

@@ -111,10 +111,12 @@ def measure_dream_gap(
     done_threshold: float = 0.0,
     ensemble: dict | None = None,
     disagreement_penalty: float = 0.0,
+    done_prob_scale: float = 1.0,
 ) -> dict:
     """Scores the reference policies (and the controller `params` [N], if given) in the dream
     of `spec`'s sequential model (with the `ensemble` members {name: loader}, if any, and
-    `disagreement_penalty`: `DreamEvaluator`) and in the real environment, on the same seeds.
+    `disagreement_penalty`, `done_threshold`, `done_prob_scale`: `DreamEvaluator`) and in the
+    real environment, on the same seeds.
 
     Returns {"environment", "encoder", "sequential_model", "dream_ensemble" (member names),
     "dream_disagreement_penalty", "temperature", "num_episodes", "seed", "max_steps",
@@ -167,6 +169,7 @@ def measure_dream_gap(
             spec.action_fn,
             cell_state=spec.cell_state,
             done_threshold=done_threshold,
+            done_prob_scale=done_prob_scale,
             ensemble=members,
             disagreement_penalty=disagreement_penalty,
         )
@@ -200,6 +203,7 @@ def measure_dream_gap(
         "dream_disagreement_penalty": float(disagreement_penalty),
         "temperature": float(temperature),
         "done_threshold": float(done_threshold),
+        "done_prob_scale": float(done_prob_scale),
         "num_episodes": int(num_episodes),
         "seed": int(seed),
         "max_steps": int(max_steps),
@@ -215,9 +219,11 @@ def format_title(gap: dict) -> str:
         if members
         else ""
     )
+    scale = gap.get("done_prob_scale", 1.0)
+    ends = f", episode ends x{scale:g}" if scale != 1.0 else ""
     return (
         f"{gap['environment']}, {gap['sequential_model']}{ensemble}, temperature "
-        f"{gap['temperature']:g}, {gap['num_episodes']} episodes per policy (mean +- std of "
+        f"{gap['temperature']:g}{ends}, {gap['num_episodes']} episodes per policy (mean +- std of "
         "returns):"
     )
 
@@ -253,6 +259,7 @@ def dream_gap(
     seed: int = 0,
     max_steps: int | None = None,
     done_threshold: float | None = None,
+    done_prob_scale: float | None = None,
     dream_ensemble: tuple[str, ...] | None = None,
     dream_ensemble_dirs: tuple[str, ...] | None = None,
     disagreement_penalty: float | None = None,
@@ -265,7 +272,7 @@ def dream_gap(
     With `controller_dir`, its controller.json names the encoder, the sequential model and
     (for a dream-trained controller) the temperature, the episode ends and the dream
     ensemble with its penalty, and the controller is scored too; `encoder` /
-    `sequential_model[_dir]` / `temperature` / `done_threshold` override them. Without it, the
+    `sequential_model[_dir]` / `temperature` / `done_threshold` / `done_prob_scale` override them. Without it, the
     encoder and a sequential model must be named. `dream_ensemble` (zoo names; ("none",): no
     ensemble) and `dream_ensemble_dirs` (training dirs), when either is given, replace the
     controller's ensemble (`resolve.ensemble_model_fns`); `disagreement_penalty` (None: the
@@ -292,6 +299,8 @@ def dream_gap(
             temperature = meta.get("temperature")
         if done_threshold is None:
             done_threshold = meta.get("done_threshold")
+        if done_prob_scale is None:
+            done_prob_scale = meta.get("done_prob_scale")
         out_dir = out_dir or os.path.join(controller_dir, "dream_gap")
     else:
         if not out_dir:
@@ -305,6 +314,7 @@ def dream_gap(
         )
     temperature = 1.0 if temperature is None else float(temperature)
     done_threshold = 0.0 if done_threshold is None else float(done_threshold)
+    done_prob_scale = 1.0 if done_prob_scale is None else float(done_prob_scale)
     if dream_ensemble is None and dream_ensemble_dirs is None:  # the controller's own dream
         names = tuple(meta.get("dream_ensemble") or ())
         ensemble = resolve.ensemble_model_fns(env, names, source=source)
@@ -323,6 +333,7 @@ def dream_gap(
             seed=seed,
             max_steps=max_steps,
             done_threshold=done_threshold,
+            done_prob_scale=done_prob_scale,
             ensemble=ensemble,
             disagreement_penalty=disagreement_penalty,
         )

@@ -48,6 +48,12 @@ flags.DEFINE_float(
     "Dream episode ends (0: Bernoulli draws; p > 0: when done_prob > p). Default: the "
     "controller's training setting, else 0.",
 )
+flags.DEFINE_float(
+    "done_prob_scale",
+    None,
+    "Dream episode ends: the end probability times this (capped at 1). Default: the "
+    "controller's training setting, else 1.",
+)
 flags.DEFINE_list(
     "dream_ensemble",
     None,
@@ -87,6 +93,7 @@ def main(argv):
             sequential_model_dir=FLAGS.sequential_model_dir,
             temperature=FLAGS.temperature,
             done_threshold=FLAGS.done_threshold,
+            done_prob_scale=FLAGS.done_prob_scale,
             dream_ensemble=FLAGS.dream_ensemble,
             dream_ensemble_dirs=FLAGS.dream_ensemble_dirs,
             disagreement_penalty=FLAGS.dream_disagreement_penalty,

@@ -49,6 +49,12 @@ flags.DEFINE_float(
     "Dream episode ends: 0 = a Bernoulli(done_prob) draw each step; p > 0 = as soon as "
     "done_prob > p (World Models' Doom dream: about 0.09 with an unweighted done head).",
 )
+flags.DEFINE_float(
+    "done_prob_scale",
+    1.0,
+    "Dream episode ends: the episode-end probability is multiplied by this (capped at 1) "
+    "before either rule; > 1 for a dream that rates controllers above their real scores.",
+)
 flags.DEFINE_list(
     "dream_ensemble",
     [],
@@ -142,6 +148,7 @@ def main(argv):
                 seed=FLAGS.seed,
                 temperature=FLAGS.temperature,
                 done_threshold=FLAGS.done_threshold,
+                done_prob_scale=FLAGS.done_prob_scale,
                 dream_disagreement_penalty=FLAGS.dream_disagreement_penalty,
                 eval_every=FLAGS.eval_every,
                 eval_episodes=FLAGS.eval_episodes,
