@@ -3,6 +3,7 @@ devices, data flags, NaN stop, fail-fast checks."""
 
 import glob
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from sequential_helpers import Z, fake_model, fixed_slices, train_tiny, write_en
 
 from rl755.common import checkpoints, tensorboard
 from rl755.common.errors import NonFiniteLossError
+from rl755.data.fake.encoded_rollouts import VaeEncodedRollouts
 from rl755.models import catalogue
 from rl755.models.sequential import data as seq_data
 from rl755.models.sequential import loop, schedule, sharding
@@ -754,3 +756,30 @@ def test_batch_parts_are_chosen_by_the_executors_threads_and_checked(monkeypatch
         choose(0, 16, True, ar)
     with pytest.raises(ValueError, match="autoregressive batches only"):
         choose(2, 16, True, infill)
+
+
+def test_training_from_episode_starts_names_the_episodes_it_cuts(encoded_dir, tmp_path, caplog):
+    """--slice_start=episode_start never trains on a rollout's steps after the first L (its end
+    included): training says so once, naming how many rollouts and the longest. Slices long
+    enough, or uniform slices, say nothing."""
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        _train(tmp_path / "cut", 1, slice_start="episode_start")
+    cut = [r.getMessage() for r in caplog.records if "--sequence_length" in r.getMessage()]
+    assert len(cut) == 1, cut
+    assert cut[0].startswith(
+        "4 of the first 4 train rollouts are longer than --sequence_length=6 (the longest: "
+        "12 steps). With --slice_start=episode_start their later steps and their ends are "
+        "never trained on"
+    )
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        _train(tmp_path / "whole", 1, slice_start="episode_start", sequence_length=12)
+        _train(tmp_path / "uniform", 1)
+    assert not [r for r in caplog.records if "--sequence_length" in r.getMessage()]
+    builder = VaeEncodedRollouts()
+    assert seq_data.warn_if_episodes_are_cut(builder, 11, "episode_start") == (4, 4, 12)
+    assert seq_data.warn_if_episodes_are_cut(builder, 12, "episode_start") == (0, 4, 12)
+    assert seq_data.warn_if_episodes_are_cut(builder, 6, "uniform") == (0, 0, 0)
+    assert seq_data.warn_if_episodes_are_cut(builder, 11, "episode_start", sample=2)[:2] == (2, 2)

@@ -11,11 +11,14 @@ repeating. `batch_size` is the global batch, split across the strategy's replica
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import tensorflow as tf
 
 from rl755.models.common.sequential import SequentialModel
+
+log = logging.getLogger(__name__)
 
 
 def autoregressive_dataset_fn(
@@ -42,6 +45,37 @@ def autoregressive_dataset_fn(
         return ds.shuffle(shuffle_buffer) if shuffle_buffer > 1 else ds
 
     return dataset_fn
+
+
+def warn_if_episodes_are_cut(
+    builder, sequence_length: int, slice_start: str, split: str = "train", sample: int = 64
+) -> tuple[int, int, int]:
+    """With `slice_start="episode_start"`, a rollout's steps after the first `sequence_length`
+    (its end included) are never trained on. Reads up to `sample` rollouts of `split` (in file
+    order) and logs a warning naming how many are longer and the longest. Returns (longer,
+    read, longest steps); (0, 0, 0) for other slice starts, which read nothing."""
+    if slice_start != "episode_start":
+        return 0, 0, 0
+    lengths = [
+        int(tf.shape(r["actions"])[0])
+        for r in builder.rollouts_ds(split, shuffle_files=False).take(sample)
+    ]
+    longer = sum(n > sequence_length for n in lengths)
+    longest = max(lengths, default=0)
+    if longer:
+        log.warning(
+            "%d of the first %d %s rollouts are longer than --sequence_length=%d (the longest: "
+            "%d steps). With --slice_start=episode_start their later steps and their ends are "
+            "never trained on, so the model's dreams know nothing of that part of an episode. "
+            "Raise --sequence_length to cover the episodes a controller should live through, "
+            "or use --slice_start=uniform.",
+            longer,
+            len(lengths),
+            split,
+            sequence_length,
+            longest,
+        )
+    return longer, len(lengths), longest
 
 
 def check_sizes(model: SequentialModel, representation_size: int, action_size: int, what: str):

@@ -170,6 +170,7 @@ def train_sequential_model(
         builder.naming_bad_shards(*splits),
     ):
         if devices.is_chief(strategy):
+            data.warn_if_episodes_are_cut(builder, sequence_length, slice_start)
             probe.build_extras(model_dir, builder)
         else:  # other workers wait for the chief's (one writer per file)
             _wait_for_extras(probe, model_dir)
