@@ -448,8 +448,43 @@ def test_dream_gap_of_an_exact_model_is_small_and_scores_the_controller(tmp_path
             assert abs(v["dream"]["mean"] - v["real"]["mean"]) < 1.5, (name, v)
     # Steering hard to an edge ends episodes early in both worlds.
     assert gap["policies"]["constant:a0_low"]["real"]["steps_mean"] < 24
+    # Where episodes end, by quarter of the step limit: the same in both worlds here.
+    low = gap["policies"]["constant:a0_low"]
+    assert [(w["from"], w["to"]) for w in low["real"]["end_rates"]] == [
+        (0, 6),
+        (6, 12),
+        (12, 18),
+        (18, 24),
+    ]  # fmt: skip (FAKE_PIXELS' limit: 24 steps)
+    assert gap["max_steps"] == 24
+    for name, v in gap["policies"].items():
+        if name.startswith("constant:"):  # the same actions: the same ends
+            assert v["dream"]["end_rates"] == v["real"]["end_rates"], name
     table = format_table(gap)
     assert "constant:a0_high" in table and "controller" in table
+    ends = table.split("Episode ends per 100 steps lived, dream / real, by part of the episode:")
+    header = ends[1].split("\n")[1].split()
+    assert len(ends) == 2 and header == ["policy", "0-6", "6-12", "12-18", "18-24"]
+    cells = [f"{w['per_100_steps']:.2f}" for w in low["dream"]["end_rates"]]
+    row = next(r for r in ends[1].split("\n") if r.startswith("constant:a0_low "))
+    assert row.split()[1:] == [x for c in cells for x in (c, "/", c)]
+
+
+def test_end_rates_are_ends_per_100_steps_lived_in_each_part():
+    from rl755.controller.dream_gap import end_rates
+
+    # Lengths 10, 20, 25 end; the two of 40 were cut at the limit and did not end.
+    rates = end_rates([10, 20, 40, 40, 25], 40)
+    assert [(w["from"], w["to"], w["alive"], w["ended"]) for w in rates] == [
+        (0, 10, 5, 1), (10, 20, 4, 1), (20, 30, 3, 1), (30, 40, 2, 0)
+    ]  # fmt: skip
+    # lived: 5 x 10; 4 x 10; 10 + 10 + 5; 2 x 10
+    assert [w["per_100_steps"] for w in rates] == [2.0, 2.5, 4.0, 0.0]
+    assert end_rates([3, 3], 8, windows=2)[1] == {
+        "from": 4, "to": 8, "alive": 0, "ended": 0, "per_100_steps": 0.0
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="max_steps must be >= 4"):
+        end_rates([1], 3)
 
 
 def test_dream_gap_script_fails_fast_on_bad_input(tmp_path):

@@ -762,8 +762,6 @@ def test_training_from_episode_starts_names_the_episodes_it_cuts(encoded_dir, tm
     """--slice_start=episode_start never trains on a rollout's steps after the first L (its end
     included): training says so once, naming how many rollouts and the longest. Slices long
     enough, or uniform slices, say nothing."""
-    import logging
-
     with caplog.at_level(logging.WARNING):
         _train(tmp_path / "cut", 1, slice_start="episode_start")
     cut = [r.getMessage() for r in caplog.records if "--sequence_length" in r.getMessage()]

@@ -4,6 +4,7 @@
     gap = measure_dream_gap(spec, params=None, temperature=1.15, num_episodes=100, seed=1000)
     gap["policies"]["constant:MOVE_LEFT"]     # {"dream": {"mean", "std", ...}, "real": {...},
                                               #  "ratio": dream mean / real mean}
+    gap["policies"]["controller"]["real"]["end_rates"]  # ends per 100 steps, by quarter
     print(format_table(gap))
 
 A controller trained in the dream finds whatever the model rates too highly ("the agent
@@ -28,6 +29,11 @@ policy's dream stats also hold "members_reward_std": the members' per-step rewar
 averaged over its episodes. On CarRacing that disagreement ordered four dream-trained
 controllers exactly as the real game did (experiments/car_racing/dream_iterations/README.md),
 so it flags a policy the dream cannot judge without playing it for real.
+
+Each side's stats also hold "end_rates" (`end_rates`): episode ends per 100 steps lived in
+each quarter of the step limit. A dream whose rate stays flat where the real one rises has not
+learned that part of an episode: a DoomTakeCover MDN-RNN trained on each rollout's first 500
+steps dreamed the later game, which grows harder, far too easy.
 """
 
 from __future__ import annotations
@@ -100,6 +106,37 @@ def reference_policies(environment) -> dict[str, np.ndarray | None]:
     return out
 
 
+END_WINDOWS = 4  # end_rates' parts of the step limit
+
+
+def end_rates(steps, max_steps: int, windows: int = END_WINDOWS) -> list[dict]:
+    """Episode ends per 100 steps lived in each of `windows` equal parts of [0, max_steps].
+
+    `steps` [E]: each episode's length; one of `max_steps` was cut there and did not end.
+    Returns [{"from", "to", "alive" (episodes longer than `from`), "ended" (of those, ended
+    at most at `to`), "per_100_steps" (ended per 100 steps lived in the part; 0 where none
+    was lived)}], one per part."""
+    if max_steps < windows:
+        raise ValueError(f"max_steps must be >= {windows}, got {max_steps}.")
+    n = np.asarray(steps, np.int64)
+    edges = np.linspace(0, max_steps, windows + 1).round().astype(np.int64)
+    out = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        alive = n > a
+        ended = int(np.sum(alive & (n <= b) & (n < max_steps)))
+        lived = int(np.sum(np.minimum(n[alive], b) - a))
+        out.append(
+            {
+                "from": int(a),
+                "to": int(b),
+                "alive": int(alive.sum()),
+                "ended": ended,
+                "per_100_steps": 100.0 * ended / lived if lived else 0.0,
+            }
+        )
+    return out
+
+
 def measure_dream_gap(
     spec: AgentSpec,
     params: np.ndarray | None = None,
@@ -155,6 +192,7 @@ def measure_dream_gap(
     def dream(evaluator, p) -> dict:
         out = evaluator.evaluate(p, trials, seed=int(seed))
         d = {**stats(out["returns"][0]), "steps_mean": float(out["steps"][0].mean())}
+        d["end_rates"] = end_rates(out["steps"][0], max_steps)
         if members:
             d["members_reward_std"] = float(out["reward_std"][0].mean())
         return d
@@ -184,6 +222,7 @@ def measure_dream_gap(
             d = dream(constant, np.asarray(action, np.float32)[None])
         r = policy_returns(make_env, seeds, max_steps, action)
         real = {**stats(r["returns"]), "steps_mean": float(np.mean(r["steps"]))}
+        real["end_rates"] = end_rates(r["steps"], max_steps)
         policies[name] = {"dream": d, "real": real}
         log.info("%s: dream %.1f, real %.1f", name, d["mean"], real["mean"])
     if params is not None:
@@ -191,6 +230,7 @@ def measure_dream_gap(
         d = dream(evaluator(agent.controller), params[None])
         r = play_controller(agent, params, make_env, seeds, max_steps, envs_at_once)
         real = {**stats(r["returns"]), "steps_mean": float(np.mean(r["steps"]))}
+        real["end_rates"] = end_rates(r["steps"], max_steps)
         policies["controller"] = {"dream": d, "real": real}
         log.info("controller: dream %.1f, real %.1f", d["mean"], real["mean"])
     for v in policies.values():
@@ -244,6 +284,15 @@ def format_table(gap: dict) -> str:
             f"{r['mean']:9.1f} +- {r['std']:6.1f} {ratio:>10s}"
             + (f" {d['members_reward_std']:11.3f}" if members else "")
         )
+    first = next(iter(gap["policies"].values()), {}).get("dream", {}).get("end_rates")
+    if first:  # (dream_gap.json files written before end rates have none)
+        parts = [f"{w['from']}-{w['to']}" for w in first]
+        rows += ["", "Episode ends per 100 steps lived, dream / real, by part of the episode:"]
+        rows.append(f"{'policy':28s}" + "".join(f" {p:>13s}" for p in parts))
+        for name, v in gap["policies"].items():
+            pairs = zip(v["dream"]["end_rates"], v["real"]["end_rates"])
+            cells = [f"{d['per_100_steps']:.2f} / {r['per_100_steps']:.2f}" for d, r in pairs]
+            rows.append(f"{name:28s}" + "".join(f" {c:>13s}" for c in cells))
     return "\n".join(rows)
 
 
