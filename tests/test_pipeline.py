@@ -109,6 +109,15 @@ def test_presets_resolve_and_bad_names_fail_fast():
     wired = dataclasses.replace(tiny, train_encoder={**tiny.train_encoder, "model_dir": "/x"})
     with pytest.raises(ValueError, match="set by the pipeline"):
         pipeline.check_preset(wired)
+    # A preset that connects its stages through the zoo: each name is looked up as its flag.
+    zoo_preset = next(p for p in pipeline.PRESETS.values() if p.connect == "zoo")
+    for field, flag in (
+        ("encoder_name", "encoder"),
+        ("sequential_name", "sequential_model"),
+        ("controller_name", "saved_controller"),
+    ):
+        with pytest.raises(LookupError, match=rf"\(--{flag} takes one of those, or 'none'\.\)"):
+            pipeline.check_preset(dataclasses.replace(zoo_preset, **{field: "no_such_row"}))
 
 
 def test_world_models_preset_carries_the_paper_settings():

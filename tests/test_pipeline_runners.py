@@ -289,6 +289,7 @@ def test_until_stops_a_recipe_after_that_step(tmp_path, monkeypatch, environ):
     fake = FakeLauncher(monkeypatch, records=True)
     summary = recipe_runner.run_recipe(RECIPE, out, until=names[1])
     assert fake.launched() == names[:2]
+    assert summary["seed"] == recipe_runner.read_recipe_file(out)["seed"] == 0  # the default
     assert [r["status"] for r in summary["steps"]] == ["ok", "ok"] + ["not done"] * (len(names) - 2)
     assert summary["scores"] == {}
     with pytest.raises(ValueError, match="No step 'nope'"):
@@ -337,6 +338,36 @@ def test_a_recipe_summary_needs_a_recipe_run_and_names_the_code_version():
     )
     assert "code 0123456789ab (uncommitted changes)" in text
     assert "code unknown" in recipe_runner.format_summary({**summary, "code": None})
+    # The whole text as printed: a blank line before the table (it follows the last step's
+    # output), the long step name sets the column, and each score line.
+    scores = {"mean": 824.5, "std": 459.6, "median": 811.0, "episodes": 100}
+    long = dict(summary["steps"][0], step="train_controller_long", outputs="/x/models/c")
+    text = recipe_runner.format_summary(
+        {
+            **summary,
+            "steps": [summary["steps"][0], long],
+            "code": {"commit": "0123456789abcdef"},
+            "scores": {
+                "evaluate": {**scores, "random_policy": {"mean": 213.2, "std": 94.4}},
+                "evaluate_fresh": scores,
+                "skipped": None,
+            },
+        }
+    )
+    assert text == "\n".join(
+        [
+            "",
+            "step                    wall time  status    outputs",
+            "collect                     5.2 s  ok        data",
+            "train_controller_long       5.2 s  ok        models/c",
+            "total                       5.2 s",
+            "evaluate: 824.5 ± 459.6 (median 811.0) over 100 episodes; random policy on the "
+            "same seeds 213.2 ± 94.4",
+            "evaluate_fresh: 824.5 ± 459.6 (median 811.0) over 100 episodes",
+            "recipe r (--seed=1), code 0123456789ab",
+            "summary: /x/recipe_summary.json",
+        ]
+    )
 
 
 def test_a_recipe_is_not_started_where_another_run_lives(tmp_path, monkeypatch, environ):
