@@ -48,13 +48,25 @@ def test_a_submitted_recipe_records_its_name_and_seed_before_its_jobs(
 ):
     from rl755.slurm import chain
 
+    asked = {}
+
     def submit_chain(stages, before_submitting, **kwargs):
+        asked.update(kwargs, stages=stages)
         before_submitting()
         return []
 
     monkeypatch.setattr(chain, "submit_chain", submit_chain)
     out = str(tmp_path / "run")
     assert recipe_runner.submit_recipe("tiny_doom_dream", out, seed=3, deterministic=True) == []
+    # scripts/status.py names the chain by its label; its record goes beside the run's files.
+    assert asked["label"] == "recipe tiny_doom_dream" and asked["skip_done"] is True
+    assert asked["record_dir"] == os.path.join(os.path.abspath(out), "slurm")
+    report = asked["stages"][-1]
+    assert report.name == "report" and report.flags == {
+        "out_dir": os.path.abspath(out),
+        "report": True,
+    }
+    assert report.after == tuple(st.name for st in asked["stages"][:-1])
     recorded = recipe_runner.read_recipe_file(out)
     assert (recorded["recipe"], recorded["seed"], recorded["deterministic"]) == (
         "tiny_doom_dream",
