@@ -416,3 +416,31 @@ def test_each_steps_header_is_out_before_the_next_step_runs(tmp_path, monkeypatc
         f"\n=== [1/{n}] {stages[0].name} === done already (its run records match these flags)\n"
         f"\n=== [2/{n}] {stages[1].name} ===\n"
     ]
+
+
+def test_each_stages_header_is_out_before_the_stage_runs(tmp_path, monkeypatch, environ):
+    """run_local's stage headers are flushed before the stage starts (a pipe or a SLURM log
+    shows which stage the output below belongs to)."""
+    import io
+    import sys
+
+    class Stdout(io.StringIO):
+        seen = ""
+
+        def flush(self):
+            self.seen = self.getvalue()
+
+    stdout, seen_at_launch = Stdout(), []
+    fake = FakeLauncher(monkeypatch)
+    launch = fake.launch
+    monkeypatch.setattr(launcher, "launch", lambda *a, **k: seen_at_launch.append(stdout.seen)
+                        or launch(*a, **k))  # fmt: skip
+    monkeypatch.setattr(sys, "stdout", stdout)
+    out = str(tmp_path / "run")
+    names = [s.name for s in pipeline.build_stages(TINY, out, seed=2)]
+    runners.run_local(TINY, out, seed=2, pictures=False, stages=names[:2])
+    n = len(names)
+    assert seen_at_launch == [
+        f"\n=== [1/{n}] {names[0]} ===\n",
+        f"\n=== [1/{n}] {names[0]} ===\n\n=== [2/{n}] {names[1]} ===\n",
+    ]
