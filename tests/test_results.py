@@ -181,3 +181,29 @@ def test_the_committed_evaluations_play_the_shipped_controllers(repo_root):
             ) as f:
                 generation = json.load(f)["generation"]
             assert result["controller_generation"] == generation, (path, name)
+
+
+#: Evaluations quoted in the prose of a results page's "What was tried" and in their run's
+#: lab notes (the README.md beside them), with their median.
+TRIED = [
+    "experiments/doom_take_cover/dream_calibration/evaluation_100_scale2",
+    "experiments/doom_take_cover/dream_calibration/evaluation_100_long400",
+    "experiments/doom_take_cover/dream_calibration/evaluation_100_long800",
+    "experiments/doom_take_cover/dream_calibration/evaluation_100_long_iter3",
+]
+
+
+@pytest.mark.parametrize("folder", TRIED, ids=[f.split("/")[-1] for f in TRIED])
+def test_what_was_tried_states_what_the_committed_evaluations_score(repo_root, folder):
+    returns, seeds = returns_and_seeds(os.path.join(repo_root, folder), None)
+    assert seeds == list(range(1000, 1100)), folder
+    score = f"{returns.mean():.1f} ± {returns.std():.1f}"
+    notes = os.path.join(repo_root, os.path.dirname(folder), "README.md")
+    with open(os.path.join(repo_root, PAGES[folder.split("/")[1]])) as f:
+        page = " ".join(f.read().split())
+    with open(notes) as f:
+        lab = " ".join(f.read().split())
+    assert score in page, f"{PAGES[folder.split('/')[1]]} does not state {score} ({folder})"
+    assert f"**{score}**" in lab, f"{notes} does not state {score} ({folder})"
+    after = lab[lab.index(f"**{score}**") :][:60]  # e.g. "... in the real game (median 728,"
+    assert f"(median {np.median(returns):.0f}," in after, f"{notes}: {after}"
