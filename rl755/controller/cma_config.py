@@ -48,8 +48,8 @@ class CmaConfig:
     done_threshold: dream episode ends: 0 draws Bernoulli(done_prob) each step; p > 0 ends an
       episode as soon as done_prob > p (World Models' Doom dream ~ 0.09 with an unweighted
       head; rl755.controller.dream_eval).
-    done_prob_scale: the dream's episode-end probability is multiplied by this (capped at 1)
-      before either rule; > 1 makes a dream that under-predicts ends harsher.
+    done_prob_scale: the dream's episode-end probability is multiplied by this before either
+      rule (mode "dream" only); > 1 makes a dream that under-predicts ends harsher.
     dream_disagreement_penalty: with a dream ensemble (`run_cma_es(dream_ensemble=...)`), the
       dream's reward is the members' mean minus this times their std (rl755.controller.dream_eval).
     eval_every: evaluation (`eval_in`) of the generation's best member and of the CMA-ES mean every
@@ -111,6 +111,8 @@ class CmaConfig:
             raise ValueError(f"done_threshold must be in [0, 1), got {self.done_threshold}.")
         if not self.done_prob_scale > 0:
             raise ValueError(f"done_prob_scale must be > 0, got {self.done_prob_scale}.")
+        if self.done_prob_scale != 1.0 and self.mode != "dream":
+            raise ValueError("--done_prob_scale scales the dream's episode ends: use --mode=dream.")
         if self.dream_disagreement_penalty < 0:
             raise ValueError(
                 "dream_disagreement_penalty must be >= 0, got "

@@ -137,8 +137,6 @@ def run_cma_es(
         done_threshold=cfg.done_threshold if dream else None,
     )
     if cfg.done_prob_scale != 1.0:  # recorded only when used: older runs resume as before
-        if not dream:
-            raise ValueError("--done_prob_scale scales the dream's episode ends: use --mode=dream.")
         meta.update(done_prob_scale=cfg.done_prob_scale)
     dream_ensemble = dict(dream_ensemble or {})
     check_disagreement_penalty(cfg.dream_disagreement_penalty, dream_ensemble)

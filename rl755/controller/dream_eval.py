@@ -25,7 +25,7 @@ An episode ends after `max_steps`, or when the episode-end head says so:
   done_prob_scale = k (default 1) multiplies done_prob before either rule (k p >= 1 ends): k > 1
                                 is a harsher dream for a head that under-predicts episode
                                 ends where the controller goes (`scripts/models/dream_gap.py`
-                                measures that: the dream's mean length against the real one).
+                                measures that: mean lengths and end rates, dream and real).
 
 An ensemble (`ensemble=(m_1, ..., m_K)`: more sequential models of the same Z and actions,
 e.g. MDN-RNNs fine-tuned on other data or from other seeds) makes the dream pessimistic where

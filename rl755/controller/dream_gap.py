@@ -189,10 +189,16 @@ def measure_dream_gap(
     high = np.ones(env_enum.action_size) if env_enum.is_discrete else env_enum.action_high
     trials = np.arange(num_episodes)
 
+    def side(returns, steps) -> dict:  # one world's stats of a policy's episodes
+        return {
+            **stats(returns),
+            "steps_mean": float(np.mean(steps)),
+            "end_rates": end_rates(steps, max_steps),
+        }
+
     def dream(evaluator, p) -> dict:
         out = evaluator.evaluate(p, trials, seed=int(seed))
-        d = {**stats(out["returns"][0]), "steps_mean": float(out["steps"][0].mean())}
-        d["end_rates"] = end_rates(out["steps"][0], max_steps)
+        d = side(out["returns"][0], out["steps"][0])
         if members:
             d["members_reward_std"] = float(out["reward_std"][0].mean())
         return d
@@ -221,16 +227,14 @@ def measure_dream_gap(
         else:
             d = dream(constant, np.asarray(action, np.float32)[None])
         r = policy_returns(make_env, seeds, max_steps, action)
-        real = {**stats(r["returns"]), "steps_mean": float(np.mean(r["steps"]))}
-        real["end_rates"] = end_rates(r["steps"], max_steps)
+        real = side(r["returns"], r["steps"])
         policies[name] = {"dream": d, "real": real}
         log.info("%s: dream %.1f, real %.1f", name, d["mean"], real["mean"])
     if params is not None:
         params = checked_params(agent, params, spec)
         d = dream(evaluator(agent.controller), params[None])
         r = play_controller(agent, params, make_env, seeds, max_steps, envs_at_once)
-        real = {**stats(r["returns"]), "steps_mean": float(np.mean(r["steps"]))}
-        real["end_rates"] = end_rates(r["steps"], max_steps)
+        real = side(r["returns"], r["steps"])
         policies["controller"] = {"dream": d, "real": real}
         log.info("controller: dream %.1f, real %.1f", d["mean"], real["mean"])
     for v in policies.values():
@@ -321,8 +325,8 @@ def dream_gap(
     With `controller_dir`, its controller.json names the encoder, the sequential model and
     (for a dream-trained controller) the temperature, the episode ends and the dream
     ensemble with its penalty, and the controller is scored too; `encoder` /
-    `sequential_model[_dir]` / `temperature` / `done_threshold` / `done_prob_scale` override them. Without it, the
-    encoder and a sequential model must be named. `dream_ensemble` (zoo names; ("none",): no
+    `sequential_model[_dir]` / `temperature` / `done_threshold` / `done_prob_scale` override
+    them. Without it, the encoder and a sequential model must be named. `dream_ensemble` (zoo names; ("none",): no
     ensemble) and `dream_ensemble_dirs` (training dirs), when either is given, replace the
     controller's ensemble (`resolve.ensemble_model_fns`); `disagreement_penalty` (None: the
     controller's with its own ensemble, else 0) is the dream reward's penalty. Writes

@@ -51,7 +51,7 @@ flags.DEFINE_float(
 flags.DEFINE_float(
     "done_prob_scale",
     None,
-    "Dream episode ends: the end probability times this (capped at 1). Default: the "
+    "Dream episode ends: the end probability times this. Default: the "
     "controller's training setting, else 1.",
 )
 flags.DEFINE_list(

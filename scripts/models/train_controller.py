@@ -52,7 +52,7 @@ flags.DEFINE_float(
 flags.DEFINE_float(
     "done_prob_scale",
     1.0,
-    "Dream episode ends: the episode-end probability is multiplied by this (capped at 1) "
+    "Dream episode ends: the episode-end probability is multiplied by this (--mode=dream) "
     "before either rule; > 1 for a dream that rates controllers above their real scores.",
 )
 flags.DEFINE_list(
