@@ -470,6 +470,37 @@ def test_dream_gap_of_an_exact_model_is_small_and_scores_the_controller(tmp_path
     assert row.split()[1:] == [x for c in cells for x in (c, "/", c)]
 
 
+def test_dream_gap_without_the_real_side_plays_the_same_dreams_and_no_real_episode(
+    tmp_path, monkeypatch
+):
+    from rl755.controller import dream_gap as lib
+
+    spec = exact_spec()
+    params = np.random.default_rng(0).normal(0, 0.5, spec.build().num_params)
+    both = lib.measure_dream_gap(spec, params, temperature=1.0, num_episodes=6, seed=5)
+
+    def no_real(*a, **k):
+        raise AssertionError("a real episode was played")
+
+    monkeypatch.setattr(lib, "policy_returns", no_real)
+    monkeypatch.setattr(lib, "play_controller", no_real)
+    only = lib.measure_dream_gap(spec, params, temperature=1.0, num_episodes=6, seed=5, real=False)
+    assert only["real"] is False and both["real"] is True
+    assert set(only["policies"]) == set(both["policies"])
+    for name, v in only["policies"].items():
+        assert v["real"] is None and v["ratio"] is None, name
+        assert v["dream"] == both["policies"][name]["dream"], name
+        steps = v["dream"]["steps"]
+        assert len(steps) == 6 and np.mean(steps) == v["dream"]["steps_mean"], name
+        assert v["dream"]["end_rates"] == lib.end_rates(steps, 24), name
+    table = lib.format_table(only).split("\n")
+    row = next(r for r in table if r.startswith("controller "))
+    d = only["policies"]["controller"]["dream"]
+    assert row.split() == ["controller", f"{d['mean']:.1f}", "+-", f"{d['std']:.1f}", "-", "-"]
+    ends = [r for r in table if r.startswith("controller ")][1].split()[1:]
+    assert ends == [x for w in d["end_rates"] for x in (f"{w['per_100_steps']:.2f}", "/", "-")]
+
+
 def test_end_rates_are_ends_per_100_steps_lived_in_each_part():
     from rl755.controller.dream_gap import end_rates
 

@@ -308,6 +308,10 @@ def test_dream_gap_title_names_the_dream():
     assert format_title({**gap, "done_prob_scale": 2.5}).startswith(
         "DOOM_TAKE_COVER, mdn, temperature 1.15, episode ends x2.5, 100 episodes"
     )
+    assert format_title({**gap, "real": True}).startswith(plain)
+    assert format_title({**gap, "real": False}).startswith(
+        "DOOM_TAKE_COVER, mdn, temperature 1.15, the dream only, 100 episodes"
+    )
     ens = {**gap, "dream_ensemble": ["a", "b"], "dream_disagreement_penalty": 0.5}
     assert format_title(ens).startswith(
         "DOOM_TAKE_COVER, mdn with a, b (reward = mean - 0.5 x std)"

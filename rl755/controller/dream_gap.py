@@ -30,10 +30,15 @@ averaged over its episodes. On CarRacing that disagreement ordered four dream-tr
 controllers exactly as the real game did (experiments/car_racing/dream_iterations/README.md),
 so it flags a policy the dream cannot judge without playing it for real.
 
-Each side's stats also hold "end_rates" (`end_rates`): episode ends per 100 steps lived in
-each quarter of the step limit. A dream whose rate stays flat where the real one rises has not
-learned that part of an episode: a DoomTakeCover MDN-RNN trained on each rollout's first 500
-steps dreamed the later game, which grows harder, far too easy.
+Each side's stats also hold "steps" (each episode's length, for survival curves) and
+"end_rates" (`dream_gap_report.end_rates`): episode ends per 100 steps lived in each quarter
+of the step limit. A dream whose rate stays flat where the real one rises has not learned
+that part of an episode: a DoomTakeCover MDN-RNN trained on each rollout's first 500 steps
+dreamed the later game, which grows harder, far too easy.
+
+With `real=False` only the dream is played ("real" and "ratio" are None): a quick look at a
+new model, or at how `done_prob_scale` moves a controller's dream score, without the real
+episodes' cost.
 """
 
 from __future__ import annotations
@@ -50,6 +55,12 @@ from rl755.controller.dream_eval import (
     check_disagreement_penalty,
     check_dream_model,
     encoded_initial_states,
+)
+from rl755.controller.dream_gap_report import (  # noqa: F401 (also read from here)
+    END_WINDOWS,
+    end_rates,
+    format_table,
+    format_title,
 )
 from rl755.controller.evaluate import (
     checked_params,
@@ -106,37 +117,6 @@ def reference_policies(environment) -> dict[str, np.ndarray | None]:
     return out
 
 
-END_WINDOWS = 4  # end_rates' parts of the step limit
-
-
-def end_rates(steps, max_steps: int, windows: int = END_WINDOWS) -> list[dict]:
-    """Episode ends per 100 steps lived in each of `windows` equal parts of [0, max_steps].
-
-    `steps` [E]: each episode's length; one of `max_steps` was cut there and did not end.
-    Returns [{"from", "to", "alive" (episodes longer than `from`), "ended" (of those, ended
-    at most at `to`), "per_100_steps" (ended per 100 steps lived in the part; 0 where none
-    was lived)}], one per part."""
-    if max_steps < windows:
-        raise ValueError(f"max_steps must be >= {windows}, got {max_steps}.")
-    n = np.asarray(steps, np.int64)
-    edges = np.linspace(0, max_steps, windows + 1).round().astype(np.int64)
-    out = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        alive = n > a
-        ended = int(np.sum(alive & (n <= b) & (n < max_steps)))
-        lived = int(np.sum(np.minimum(n[alive], b) - a))
-        out.append(
-            {
-                "from": int(a),
-                "to": int(b),
-                "alive": int(alive.sum()),
-                "ended": ended,
-                "per_100_steps": 100.0 * ended / lived if lived else 0.0,
-            }
-        )
-    return out
-
-
 def measure_dream_gap(
     spec: AgentSpec,
     params: np.ndarray | None = None,
@@ -149,16 +129,18 @@ def measure_dream_gap(
     ensemble: dict | None = None,
     disagreement_penalty: float = 0.0,
     done_prob_scale: float = 1.0,
+    real: bool = True,
 ) -> dict:
     """Scores the reference policies (and the controller `params` [N], if given) in the dream
     of `spec`'s sequential model (with the `ensemble` members {name: loader}, if any, and
-    `disagreement_penalty`, `done_threshold`, `done_prob_scale`: `DreamEvaluator`) and in the
-    real environment, on the same seeds.
+    `disagreement_penalty`, `done_threshold`, `done_prob_scale`: `DreamEvaluator`) and, unless
+    `real` is False, in the real environment, on the same seeds.
 
     Returns {"environment", "encoder", "sequential_model", "dream_ensemble" (member names),
     "dream_disagreement_penalty", "temperature", "num_episodes", "seed", "max_steps",
-    "policies": {name: {"dream": stats, "real": stats, "ratio"}}}, where stats = {"mean",
-    "std", "min", "max", "steps_mean"} of the episode returns; with an ensemble the dream's
+    "real", "policies": {name: {"dream": stats, "real": stats or None, "ratio" (None without
+    real episodes or a real mean of 0)}}}, where stats = {"mean", "std", "min", "max"} of the
+    episode returns, "steps_mean", "steps" [E] and "end_rates"; with an ensemble the dream's
     stats also hold "members_reward_std".
     """
     if num_episodes < 1:
@@ -193,6 +175,7 @@ def measure_dream_gap(
         return {
             **stats(returns),
             "steps_mean": float(np.mean(steps)),
+            "steps": [int(n) for n in steps],
             "end_rates": end_rates(steps, max_steps),
         }
 
@@ -202,6 +185,12 @@ def measure_dream_gap(
         if members:
             d["members_reward_std"] = float(out["reward_std"][0].mean())
         return d
+
+    def real_side(play) -> dict | None:  # play() -> {"returns", "steps"}, run only if `real`
+        if not real:
+            return None
+        r = play()
+        return side(r["returns"], r["steps"])
 
     def evaluator(controller):
         return DreamEvaluator(
@@ -226,19 +215,19 @@ def measure_dream_gap(
             d = dream(random, np.zeros((1, len(low)), np.float32))
         else:
             d = dream(constant, np.asarray(action, np.float32)[None])
-        r = policy_returns(make_env, seeds, max_steps, action)
-        real = side(r["returns"], r["steps"])
-        policies[name] = {"dream": d, "real": real}
-        log.info("%s: dream %.1f, real %.1f", name, d["mean"], real["mean"])
+        r = real_side(lambda a=action: policy_returns(make_env, seeds, max_steps, a))
+        policies[name] = {"dream": d, "real": r}
     if params is not None:
         params = checked_params(agent, params, spec)
         d = dream(evaluator(agent.controller), params[None])
-        r = play_controller(agent, params, make_env, seeds, max_steps, envs_at_once)
-        real = side(r["returns"], r["steps"])
-        policies["controller"] = {"dream": d, "real": real}
-        log.info("controller: dream %.1f, real %.1f", d["mean"], real["mean"])
-    for v in policies.values():
-        v["ratio"] = v["dream"]["mean"] / v["real"]["mean"] if v["real"]["mean"] else None
+        r = real_side(
+            lambda: play_controller(agent, params, make_env, seeds, max_steps, envs_at_once)
+        )
+        policies["controller"] = {"dream": d, "real": r}
+    for name, v in policies.items():
+        r = v["real"]
+        v["ratio"] = v["dream"]["mean"] / r["mean"] if r and r["mean"] else None
+        log.info("%s: dream %.1f, real %s", name, v["dream"]["mean"], r and f"{r['mean']:.1f}")
     return {
         "environment": env_enum.name,
         "encoder": spec.encoder_name,
@@ -251,53 +240,9 @@ def measure_dream_gap(
         "num_episodes": int(num_episodes),
         "seed": int(seed),
         "max_steps": int(max_steps),
+        "real": bool(real),
         "policies": policies,
     }
-
-
-def format_title(gap: dict) -> str:
-    """One line saying which dream the table is of."""
-    members = gap["dream_ensemble"]
-    ensemble = (
-        f" with {', '.join(members)} (reward = mean - {gap['dream_disagreement_penalty']:g} x std)"
-        if members
-        else ""
-    )
-    scale = gap.get("done_prob_scale", 1.0)
-    ends = f", episode ends x{scale:g}" if scale != 1.0 else ""
-    return (
-        f"{gap['environment']}, {gap['sequential_model']}{ensemble}, temperature "
-        f"{gap['temperature']:g}{ends}, {gap['num_episodes']} episodes per policy (mean +- std of "
-        "returns):"
-    )
-
-
-def format_table(gap: dict) -> str:
-    """A plain-text table: policy, dream mean +- std, real mean +- std, dream / real, and
-    with an ensemble the members' per-step reward std."""
-    members = bool(gap.get("dream_ensemble"))
-    rows = [
-        f"{'policy':28s} {'dream':>18s} {'real':>18s} {'dream/real':>10s}"
-        + (f" {'members std':>11s}" if members else "")
-    ]
-    for name, v in gap["policies"].items():
-        d, r = v["dream"], v["real"]
-        ratio = "-" if v["ratio"] is None else f"{v['ratio']:.2f}"
-        rows.append(
-            f"{name:28s} {d['mean']:9.1f} +- {d['std']:6.1f} "
-            f"{r['mean']:9.1f} +- {r['std']:6.1f} {ratio:>10s}"
-            + (f" {d['members_reward_std']:11.3f}" if members else "")
-        )
-    first = next(iter(gap["policies"].values()), {}).get("dream", {}).get("end_rates")
-    if first:  # (dream_gap.json files written before end rates have none)
-        parts = [f"{w['from']}-{w['to']}" for w in first]
-        rows += ["", "Episode ends per 100 steps lived, dream / real, by part of the episode:"]
-        rows.append(f"{'policy':28s}" + "".join(f" {p:>13s}" for p in parts))
-        for name, v in gap["policies"].items():
-            pairs = zip(v["dream"]["end_rates"], v["real"]["end_rates"])
-            cells = [f"{d['per_100_steps']:.2f} / {r['per_100_steps']:.2f}" for d, r in pairs]
-            rows.append(f"{name:28s}" + "".join(f" {c:>13s}" for c in cells))
-    return "\n".join(rows)
 
 
 def dream_gap(
@@ -319,6 +264,7 @@ def dream_gap(
     out_dir: str | None = None,
     run_flags: dict | None = None,
     deterministic: bool | None = None,
+    real: bool = True,
 ) -> dict:
     """What scripts/models/dream_gap.py runs.
 
@@ -331,7 +277,8 @@ def dream_gap(
     controller's ensemble (`resolve.ensemble_model_fns`); `disagreement_penalty` (None: the
     controller's with its own ensemble, else 0) is the dream reward's penalty. Writes
     <out_dir>/dream_gap.json (default <controller_dir>/dream_gap) and returns its dict. `deterministic`:
-    `rl755.common.determinism.configure` with `seed` (None: on without a GPU).
+    `rl755.common.determinism.configure` with `seed` (None: on without a GPU). `real=False`:
+    the dream only (`measure_dream_gap`).
     """
     from rl755.common import determinism, run_record, sharded_io
     from rl755.controller import resolve, saved
@@ -389,6 +336,7 @@ def dream_gap(
             done_prob_scale=done_prob_scale,
             ensemble=ensemble,
             disagreement_penalty=disagreement_penalty,
+            real=real,
         )
         gap["out_dir"] = os.path.abspath(out_dir)
         sharded_io.write_json_atomic(os.path.join(out_dir, "dream_gap.json"), gap)

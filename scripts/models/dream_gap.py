@@ -10,6 +10,10 @@
         --encoder=raw_rollout_vae_64ld --sequential_model=mdn_rnn_64ld --temperature=1.15 \
         --out_dir=/tmp/doom_gap
 
+    # the dream only (no real episodes): how a controller's dream score moves with the ends
+    python scripts/models/dream_gap.py --environment=DOOM_TAKE_COVER --model_dir=$CTRL \
+        --noreal --done_prob_scale=1.5 --num_episodes=256 --out_dir=/tmp/gap_15
+
     # a controller trained in a dream ensemble plays that ensemble's dream (its
     # controller.json); --dream_ensemble_dirs=... replaces it, --dream_ensemble=none drops it
     python scripts/models/dream_gap.py --environment=CAR_RACING --model_dir=$CTRL \
@@ -71,6 +75,12 @@ flags.DEFINE_float(
     "With an ensemble: the dream's reward is the members' mean minus this x their std "
     "(default: the controller's, else 0).",
 )
+flags.DEFINE_bool(
+    "real",
+    True,
+    "Also play every policy in the real environment. --noreal scores the dream only (a quick "
+    "look at a model or at --done_prob_scale; the real columns print '-').",
+)
 flags.DEFINE_integer("num_episodes", 100, "Episodes per policy and side; episode i: seed + i.")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode.")
 flags.DEFINE_integer("max_steps", None, "Step limit (default: the environment's).")
@@ -103,6 +113,7 @@ def main(argv):
             out_dir=FLAGS.out_dir,
             run_flags=run_record.flags_dict(),
             deterministic=FLAGS.deterministic,
+            real=FLAGS.real,
         )
     except (ValueError, LookupError, FileNotFoundError) as e:
         raise app.UsageError(str(e)) from e
