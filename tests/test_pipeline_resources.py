@@ -36,7 +36,8 @@ def test_tiny_presets_ask_for_tiny_resources_and_name_no_partition():
 
 
 def test_layers_preset_then_file_then_flags():
-    assert (_res("train_controller").cpus, _res("train_controller").mem) == (2, "2G")
+    assert (_res("train_controller").cpus, _res("train_controller").mem) == (1, "2G")
+    assert _res("collect").cpus == 2  # tiny: --parallelism=2
     site = {"stages": {"train_controller": {"mem": "8G"}, "encode": {"cpus": 2}}}
     assert _res("train_controller", site=site).mem == "8G"
     assert _res("encode_validation", site=site).cpus == 2  # the group covers both encodes

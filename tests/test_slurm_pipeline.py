@@ -71,7 +71,7 @@ def test_tiny_pipeline_on_slurm_matches_a_local_run_and_reruns_nothing(tmp_path,
             assert "#SBATCH --partition=volta-gpu" in text and "--gres=gpu:1" in text
         else:
             assert "--partition" not in text and "--gres" not in text
-        cpus = 2 if name in ("collect", "train_controller") else 1  # tiny: --parallelism=2
+        cpus = 2 if name == "collect" else 1  # tiny: collect --parallelism=2, CMA-ES in-process
         assert f"#SBATCH --cpus-per-task={cpus}\n" in text and "#SBATCH --mem=2G\n" in text
     records = {}
     for path in glob.glob(str(out / "**" / "runs" / "*.json"), recursive=True):
@@ -128,7 +128,7 @@ def test_impossible_request_is_refused_with_nothing_queued(tmp_path):
     assert "Traceback" not in err
     assert "Nothing was submitted: 3 jobs can never start on this cluster" in err
     assert re.search(
-        r"train_controller \(--cpus-per-task=2 --mem=1T --time=0:30:00\) asks for 1T memory "
+        r"train_controller \(--cpus-per-task=1 --mem=1T --time=0:30:00\) asks for 1T memory "
         r"\(largest node: [\d.]+G\) per node in partition general",
         err,
     ), err
