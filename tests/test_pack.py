@@ -72,11 +72,17 @@ def test_pack_leaves_out_raw_rollouts_tmp_files_and_chain_records(tmp_path):
     assert manifest["out_dir"] == out and manifest["kind"] == "recipe"
 
 
-def test_unpack_points_the_records_at_the_new_directory(tmp_path):
+def test_unpack_points_the_records_at_the_new_directory(tmp_path, monkeypatch):
     out = _fake_run(tmp_path / "run")
     pack.pack_run(out, str(tmp_path / "run.tar.gz"))
     new = str(tmp_path / "elsewhere" / "run2")
+    renames, replace = [], os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (renames.append((a, b)), replace(a, b)))
     pack.unpack_run(str(tmp_path / "run.tar.gz"), new)
+    # The run appears at once: unpacked beside it (the same file system), then renamed.
+    ((tmp, dst),) = [(a, b) for a, b in renames if b == new]
+    assert os.path.dirname(tmp) == os.path.dirname(new) and not os.path.exists(tmp)
+    assert os.listdir(os.path.dirname(new)) == ["run2"]
     record = json.load(open(os.path.join(new, "models/fake/real_controller_p4/runs/r.json")))
     model = os.path.join(new, "models", "fake", "real_controller_p4")
     assert record == {"argv": [f"--model_dir={model}"], "flags": {"model_dir": model}}

@@ -147,6 +147,28 @@ def test_run_local_runs_only_the_stages_asked_for(tmp_path, monkeypatch, clock, 
     assert [r["seconds"] for r in summary["stages"]] == [10.0, 20.0]
 
 
+def test_run_local_ends_with_the_pictures_row_unless_told_not_to(
+    tmp_path, monkeypatch, clock, environ
+):
+    out = str(tmp_path / "run")
+
+    def pictures(preset, out_dir):  # takes 2.5 s
+        clock.now += 2.5
+        return ["a.png"]
+
+    monkeypatch.setattr(runners, "collect_pictures", pictures)
+    FakeLauncher(monkeypatch, clock)
+    rows = runners.run_local(TINY, out, stages=["train_encoder"])["stages"]  # pictures: default
+    assert [r["stage"] for r in rows] == ["train_encoder", "pictures"]
+    pictures_dir = os.path.join(out, "pictures")
+    assert rows[1] == {
+        "stage": "pictures", "seconds": 2.5, "status": "ok", "outputs": pictures_dir,
+        "files": ["a.png"],
+    }  # fmt: skip
+    reports = run_record.read_records(os.path.join(out, "runs"))
+    assert [(r["stage"], r["status"]) for r in reports] == [("pipeline_report", "completed")]
+
+
 def test_a_failed_stage_stops_the_run_and_its_summary_says_which(
     tmp_path, monkeypatch, clock, environ, capsys
 ):
@@ -280,6 +302,18 @@ def test_a_recipe_runs_each_step_once_and_a_rerun_skips_every_finished_step(
     assert again == summary
     printed = capsys.readouterr().out
     assert printed.count("done already") == len(names)
+
+
+def test_a_deterministic_recipes_summary_finds_its_steps(tmp_path, monkeypatch, environ):
+    """The summary rebuilds the steps as the run ran them (--deterministic is in their flags)."""
+    out = str(tmp_path / "run")
+    _, stages = _recipe_stages(out)
+    fake = FakeLauncher(monkeypatch, records=True)
+    summary = recipe_runner.run_recipe(RECIPE, out, deterministic=True)
+    checked = [e[2] for e in fake.events if e[0] == "check"]
+    assert len(checked) == len(stages) and all(f["deterministic"] is True for f in checked)
+    assert [r["status"] for r in summary["steps"]] == ["ok"] * len(stages)
+    assert recipe_runner.write_summary(out)["steps"] == summary["steps"]
 
 
 def test_until_stops_a_recipe_after_that_step(tmp_path, monkeypatch, environ):
