@@ -190,6 +190,7 @@ TRIED = [
     "experiments/doom_take_cover/dream_calibration/evaluation_100_long400",
     "experiments/doom_take_cover/dream_calibration/evaluation_100_long800",
     "experiments/doom_take_cover/dream_calibration/evaluation_100_long_iter3",
+    "experiments/doom_take_cover/dream_calibration/evaluation_100_long_iter4",
 ]
 
 
