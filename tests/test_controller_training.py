@@ -431,7 +431,8 @@ def test_diagonal_cma_resumes_exactly(tmp_path, monkeypatch):
 
 
 def test_dream_gap_of_an_exact_model_is_small_and_scores_the_controller(tmp_path):
-    from rl755.controller.dream_gap import format_table, measure_dream_gap
+    from rl755.controller.dream_gap import measure_dream_gap
+    from rl755.controller.dream_gap_report import format_table
 
     spec = exact_spec()
     agent = spec.build()
@@ -474,6 +475,7 @@ def test_dream_gap_without_the_real_side_plays_the_same_dreams_and_no_real_episo
     tmp_path, monkeypatch
 ):
     from rl755.controller import dream_gap as lib
+    from rl755.controller import dream_gap_report as report
 
     spec = exact_spec()
     params = np.random.default_rng(0).normal(0, 0.5, spec.build().num_params)
@@ -492,8 +494,8 @@ def test_dream_gap_without_the_real_side_plays_the_same_dreams_and_no_real_episo
         assert v["dream"] == both["policies"][name]["dream"], name
         steps = v["dream"]["steps"]
         assert len(steps) == 6 and np.mean(steps) == v["dream"]["steps_mean"], name
-        assert v["dream"]["end_rates"] == lib.end_rates(steps, 24), name
-    table = lib.format_table(only).split("\n")
+        assert v["dream"]["end_rates"] == report.end_rates(steps, 24), name
+    table = report.format_table(only).split("\n")
     row = next(r for r in table if r.startswith("controller "))
     d = only["policies"]["controller"]["dream"]
     assert row.split() == ["controller", f"{d['mean']:.1f}", "+-", f"{d['std']:.1f}", "-", "-"]
@@ -502,7 +504,7 @@ def test_dream_gap_without_the_real_side_plays_the_same_dreams_and_no_real_episo
 
 
 def test_end_rates_are_ends_per_100_steps_lived_in_each_part():
-    from rl755.controller.dream_gap import end_rates
+    from rl755.controller.dream_gap_report import end_rates
 
     # Lengths 10, 20, 25 end; the two of 40 were cut at the limit and did not end.
     rates = end_rates([10, 20, 40, 40, 25], 40)
@@ -538,6 +540,38 @@ def test_dream_gap_script_fails_fast_on_bad_input(tmp_path):
     assert out.returncode != 0 and "raw_rollout_vae_4ld" in out.stderr  # lists the valid names
     out = run(f"--model_dir={tmp_path / 'missing'}")
     assert out.returncode != 0 and "missing" in out.stderr
+
+
+def test_dream_gap_script_passes_noreal_and_prints_what_it_measured(tmp_path):
+    """The script's flags reach the library (here --noreal and --done_prob_scale, the library
+    replaced by a stand-in) and it prints the title and table of what it returns."""
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts/models/dream_gap.py")
+    stand_in = f"""
+import json, runpy, sys
+import rl755.controller.dream_gap as lib
+def dream_gap(**kw):
+    print("GOT", json.dumps({{k: kw[k] for k in ("real", "done_prob_scale", "num_episodes")}}))
+    return {{"environment": "FAKE_PIXELS", "sequential_model": "m", "temperature": 1.0,
+            "num_episodes": 3, "dream_ensemble": [], "dream_disagreement_penalty": 0.0,
+            "real": kw["real"], "out_dir": "/o", "policies": {{"random": {{
+                "dream": {{"mean": 2.0, "std": 0.5}}, "real": None, "ratio": None}}}}}}
+lib.dream_gap = dream_gap
+sys.argv = [{script!r}, "--environment=FAKE_PIXELS", "--model_dir=/c", "--noreal",
+            "--done_prob_scale=1.5", "--num_episodes=3"]
+runpy.run_path({script!r}, run_name="__main__")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", stand_in], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[0] == 'GOT {"real": false, "done_prob_scale": 1.5, "num_episodes": 3}'
+    assert lines[1].startswith("FAKE_PIXELS, m, temperature 1, the dream only, 3 episodes")
+    assert lines[3].split() == ["random", "2.0", "+-", "0.5", "-", "-"]
+    assert lines[-1] == "Wrote /o/dream_gap.json"
 
 
 def test_collect_rollouts_with_a_trained_controller(tmp_path, monkeypatch):

@@ -206,7 +206,8 @@ def test_dream_gap_plays_the_controllers_ensemble_unless_told_otherwise(tmp_path
     """dream_gap.py on a controller trained in an ensemble: the dream it scores is that
     ensemble's (from controller.json, members and penalty), with the members' disagreement per
     policy; --dream_ensemble=none and --dream_disagreement_penalty replace it."""
-    from rl755.controller.dream_gap import dream_gap, format_table
+    from rl755.controller.dream_gap import dream_gap
+    from rl755.controller.dream_gap_report import format_table
 
     models = {"/m/exact": FakeDynamicsModel, "/m/shifted": lambda: ShiftedReward(0.5)}
     monkeypatch.setattr(resolve, "SequentialModelFromDir", lambda d: models[d])
@@ -296,7 +297,7 @@ def test_dream_gap_dreams_at_the_controllers_saved_temperature(tmp_path, monkeyp
 
 
 def test_dream_gap_title_names_the_dream():
-    from rl755.controller.dream_gap import format_title
+    from rl755.controller.dream_gap_report import format_title
 
     gap = {
         "environment": "DOOM_TAKE_COVER", "sequential_model": "mdn", "temperature": 1.15,

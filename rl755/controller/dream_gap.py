@@ -56,12 +56,7 @@ from rl755.controller.dream_eval import (
     check_dream_model,
     encoded_initial_states,
 )
-from rl755.controller.dream_gap_report import (  # noqa: F401 (also read from here)
-    END_WINDOWS,
-    end_rates,
-    format_table,
-    format_title,
-)
+from rl755.controller.dream_gap_report import end_rates
 from rl755.controller.evaluate import (
     checked_params,
     play_controller,
@@ -272,13 +267,13 @@ def dream_gap(
     (for a dream-trained controller) the temperature, the episode ends and the dream
     ensemble with its penalty, and the controller is scored too; `encoder` /
     `sequential_model[_dir]` / `temperature` / `done_threshold` / `done_prob_scale` override
-    them. Without it, the encoder and a sequential model must be named. `dream_ensemble` (zoo names; ("none",): no
-    ensemble) and `dream_ensemble_dirs` (training dirs), when either is given, replace the
-    controller's ensemble (`resolve.ensemble_model_fns`); `disagreement_penalty` (None: the
-    controller's with its own ensemble, else 0) is the dream reward's penalty. Writes
-    <out_dir>/dream_gap.json (default <controller_dir>/dream_gap) and returns its dict. `deterministic`:
-    `rl755.common.determinism.configure` with `seed` (None: on without a GPU). `real=False`:
-    the dream only (`measure_dream_gap`).
+    them. Without it, the encoder and a sequential model must be named. `dream_ensemble` (zoo
+    names; ("none",): no ensemble) and `dream_ensemble_dirs` (training dirs), when either is
+    given, replace the controller's ensemble (`resolve.ensemble_model_fns`);
+    `disagreement_penalty` (None: the controller's with its own ensemble, else 0) is the dream
+    reward's penalty. Writes <out_dir>/dream_gap.json (default <controller_dir>/dream_gap) and
+    returns its dict. `deterministic`: `rl755.common.determinism.configure` with `seed` (None:
+    on without a GPU). `real=False`: the dream only (`measure_dream_gap`).
     """
     from rl755.common import determinism, run_record, sharded_io
     from rl755.controller import resolve, saved

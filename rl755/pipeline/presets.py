@@ -165,8 +165,8 @@ _SIZES = {
         sigma=(0.1, 0.1, 0.5, 0.5),
         eval_every=(8, 25, 1, 0),
         eval_episodes=(4, 100, 1, 1),
-        # The tiny presets' few episodes in this process: Ray's start-up (about 20 s on 2
-        # cores) would be most of their run; the Ray path has its own tests.
+        # The tiny presets' few episodes in this process: Ray's start-up would be most of
+        # their run; the Ray path has its own tests.
         parallelism=(2, 32, 0, 0),
         select_episodes=(8, 0, 0, 0),
         # The demo's 12 episodes a generation as one batch per worker (with 4, three

@@ -92,7 +92,8 @@ flags.mark_flag_as_required("environment")
 def main(argv):
     del argv
     from rl755.common import run_record
-    from rl755.controller.dream_gap import dream_gap, format_table, format_title
+    from rl755.controller.dream_gap import dream_gap
+    from rl755.controller.dream_gap_report import format_table, format_title
 
     try:
         gap = dream_gap(
