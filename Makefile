@@ -10,7 +10,7 @@
 #   make mutate PACKAGE=rl755/zoo  generated mutants (mutmut) of one package, score per file;
 #               make mutate SAMPLE=15 PACKAGE=rl755/zoo  a seeded sample of 15 of them, its score
 #               with a 95% interval (MUTATE_ARGS=--copy=DIR goes on with a stopped run);
-#               make mutate  the curated list (scripts/dev/mutations.py); neither is part of CI
+#               make mutate  the curated list (scripts/dev/mutations/*.toml); neither is part of CI
 #               (docs/development.md gives their times and the scores per package)
 # Each creates .venv and installs what is missing from requirements.txt first.
 PYTHON ?= python3.11
@@ -62,7 +62,7 @@ bench: $(STAMP)
 # score per file and the survivors (e.g. make mutate PACKAGE=rl755/slurm
 # MUTATE_ARGS=--time_limit=1800). With SAMPLE=N: N mutants drawn at random from each package
 # (of PACKAGE, default all of rl755/), score per package with its 95% interval. Without
-# either: the curated list (scripts/dev/mutations.py), one
+# either: the curated list (scripts/dev/mutations/*.toml), one
 # documented behaviour broken at a time (e.g. MUTATE_ARGS=--only=saved_controller_worst_eval).
 mutate: $(STAMP)
 	$(PY) scripts/dev/mutate.py $(if $(PACKAGE),--package=$(PACKAGE)) \

@@ -1,4 +1,4 @@
-"""The mutation list (scripts/dev/mutations.py) still applies to the code, the runner never
+"""The mutation list (scripts/dev/mutations/*.toml) still applies to the code, the runner never
 touches the working tree, and the generated-mutant runs (scripts/dev/generated_mutants.py)
 draw, score and select tests as documented."""
 
@@ -33,15 +33,38 @@ def generated(mutate):
 
 def test_every_mutation_applies_once_and_names_existing_tests(mutate):
     mutations = mutate.load_mutations()
-    assert len(mutations) >= 16
+    tables = sum(
+        open(os.path.join(mutate.MUTATIONS_DIR, n)).read().splitlines().count("[[mutation]]")
+        for n in os.listdir(mutate.MUTATIONS_DIR)
+        if n.endswith(".toml")
+    )
+    assert len(mutations) == tables >= 186
     assert mutate.check_all_apply(mutations) == []
+
+
+def test_the_list_is_read_from_every_toml_file_and_a_malformed_entry_names_its_file(
+    mutate, tmp_path
+):
+    entry = (
+        "[[mutation]]\nname = '{n}'\nfile = 'lib.py'\nold = 'a'\nnew = 'b'\n"
+        "tests = ['tests/t.py', 'tests/u.py']\nwhat = 'w'\n"
+    )
+    (tmp_path / "b.toml").write_text(entry.format(n="second"))
+    (tmp_path / "a.toml").write_text(entry.format(n="first") + entry.format(n="also_first"))
+    (tmp_path / "notes.txt").write_text("not a list")
+    got = mutate.load_mutations(str(tmp_path))
+    assert [m.name for m in got] == ["first", "also_first", "second"]
+    assert got[0] == mutate.Mutation("first", "lib.py", "a", "b", ("tests/t.py", "tests/u.py"), "w")
+    (tmp_path / "c.toml").write_text(entry.format(n="bad").replace("what", "why"))
+    with pytest.raises(ValueError, match=r"c\.toml: mutation 1 \(bad\)"):
+        mutate.load_mutations(str(tmp_path))
 
 
 def test_apply_refuses_text_that_is_not_there_once(mutate):
     m = mutate.Mutation("x", "f.py", "a = 1", "a = 2", ("tests/t.py",), "what")
     assert mutate.apply("a = 1\n", m) == "a = 2\n"
     for text in ("b = 1\n", "a = 1\na = 1\n"):
-        with pytest.raises(ValueError, match="update scripts/dev/mutations.py"):
+        with pytest.raises(ValueError, match="update its entry in scripts/dev/mutations/"):
             mutate.apply(text, m)
 
 

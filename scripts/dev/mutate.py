@@ -19,8 +19,9 @@ The curated list, one behaviour per entry:
     python scripts/dev/mutate.py --baseline            # first check the tests pass unmutated
     python scripts/dev/mutate.py --jobs=1              # one at a time (default 2 at once)
 
-Each entry of scripts/dev/mutations.py breaks one documented behaviour with one exact text
-replacement (file, old text, new text) and names the tests that should notice. The runner
+Each entry of scripts/dev/mutations/*.toml (a file per package) breaks one documented behaviour
+with one exact text replacement (file, old text, new text) and names the tests that should
+notice. The runner
 copies the checkout (tracked and untracked, not ignored, files) to a scratch directory once
 per job (`--jobs`), and for each mutation writes the mutated file into a free copy, runs only
 the named tests against that copy (PYTHONPATH=<copy>), then writes the original back: the
@@ -36,13 +37,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import tomllib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -71,14 +72,30 @@ class Mutation:
     what: str
 
 
-def load_mutations() -> list[Mutation]:
-    spec = importlib.util.spec_from_file_location(
-        "rl755_mutations", os.path.join(os.path.dirname(__file__), "mutations.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return [Mutation(**m) for m in module.MUTATIONS]
+MUTATIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutations")
+
+
+def load_mutations(directory: str = MUTATIONS_DIR) -> list[Mutation]:
+    """Every [[mutation]] of the .toml files in `directory`, file by file in name order.
+
+    Raises ValueError naming the file when an entry lacks a field or has an unknown one.
+    """
+    fields = [f.name for f in dataclasses.fields(Mutation)]
+    mutations = []
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".toml"):
+            continue
+        path = os.path.join(directory, name)
+        with open(path, "rb") as f:
+            entries = tomllib.load(f).get("mutation", [])
+        for i, entry in enumerate(entries):
+            if sorted(entry) != sorted(fields):
+                raise ValueError(
+                    f"{path}: mutation {i + 1} ({entry.get('name', 'no name')}) has the fields "
+                    f"{sorted(entry)}; each needs exactly {fields}."
+                )
+            mutations.append(Mutation(**dict(entry, tests=tuple(entry["tests"]))))
+    return mutations
 
 
 def apply(text: str, m: Mutation) -> str:
@@ -87,7 +104,7 @@ def apply(text: str, m: Mutation) -> str:
     if count != 1:
         raise ValueError(
             f"mutation {m.name}: the old text occurs {count} times in {m.file} (must be once); "
-            "the code changed: update scripts/dev/mutations.py."
+            "the code changed: update its entry in scripts/dev/mutations/."
         )
     return text.replace(m.old, m.new)
 
