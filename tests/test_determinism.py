@@ -196,7 +196,7 @@ def test_sequential_training_repeats_bit_for_bit(tmp_path):
 
 def test_dream_cma_es_repeats_bit_for_bit(tmp_path):
     """CMA-ES sampling, trial choice, dream sampling and the real evaluations are seeded."""
-    from test_controller_training import exact_spec, small
+    from controller_helpers import exact_spec, small
 
     from rl755.controller.cma_train import run_cma_es
 

@@ -51,7 +51,8 @@ PACKAGE_TESTS = {
         "tests/test_trainer_conventions.py", "tests/test_slurm_status.py",
     ),
     "rl755/controller": (
-        "tests/test_controller_training.py", "tests/test_controllers.py",
+        "tests/test_controller_training.py", "tests/test_controller_choice.py",
+        "tests/test_controller_evaluation.py", "tests/test_dream_gap.py", "tests/test_controllers.py",
         "tests/test_dream_options.py", "tests/test_dream_ensemble.py",
         "tests/test_new_environment_errors.py", "tests/test_typed_results.py",
         "tests/test_trainer_conventions.py",
