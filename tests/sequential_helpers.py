@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from rl755.common import sharded_io
+from rl755.common import checkpoints, sharded_io
 from rl755.common.structs import Rollout
 from rl755.models import catalogue
 
@@ -108,3 +108,13 @@ def train_tiny(model_dir, steps: int, model: str, **overrides):
     args = dict(TINY_TRAINING, model_dir=str(model_dir), train_steps=steps, model=model)
     args.update(overrides)
     return train_sequential.train_sequential_model(**args)
+
+
+def train_mdn(model_dir, steps, **kw):
+    """train_tiny with the MDN-RNN with heads unless `model=` names another catalogue model."""
+    return train_tiny(model_dir, steps, kw.pop("model", "mdn_rnn.mdn_rnn_with_heads"), **kw)
+
+
+def checkpoint_steps(model_dir):
+    """The steps of `model_dir`'s complete checkpoints, oldest first."""
+    return [c.step for c in checkpoints.list_complete_checkpoints(str(model_dir))]

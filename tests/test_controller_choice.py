@@ -1,5 +1,6 @@
 """What a CMA-ES run evaluates and keeps: evaluations every --eval_every generations, the final
-choice on new seeds, the saved controller, and the bookkeeping a user reads (TensorBoard, summary)."""
+choice on new seeds, the saved controller, and the bookkeeping a user reads (TensorBoard, summary).
+"""
 
 import dataclasses
 import json

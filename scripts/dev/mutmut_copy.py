@@ -78,7 +78,8 @@ PACKAGE_TESTS = {
     ),
     "rl755/models": (
         "tests/test_encoder.py", "tests/test_sequential_models.py",
-        "tests/test_sequential_training.py", "tests/test_infilling.py", "tests/test_unet_gan.py",
+        "tests/test_sequential_training.py", "tests/test_sequential_optimizer.py",
+        "tests/test_sequential_devices.py", "tests/test_infilling.py", "tests/test_unet_gan.py",
         "tests/test_checkpoint_retention.py", "tests/test_registered_models.py",
         "tests/test_catalogue.py", "tests/test_trainer_conventions.py",
         "tests/test_retrieval.py", "tests/test_model_tables.py",
@@ -200,7 +201,7 @@ INSTRUMENTED_DESELECT = (
     "tests/test_quiet_logs.py::test_mixture_sampling_prints_no_onednn_type_notice",
     "tests/test_recipes.py::test_tiny_doom_recipe_runs_every_step_and_a_rerun_skips_them",
     "tests/test_registered_models.py::test_evaluate_world_model_scores_every_model_beside_the_mdn_rnn",
-    "tests/test_sequential_training.py::test_two_devices_give_the_same_losses_as_one",
+    "tests/test_sequential_devices.py::test_two_devices_give_the_same_losses_as_one",
     "tests/test_shipped_models.py::test_script_ships_and_refuses_clearly",
     "tests/test_world_model_eval.py::test_script_end_to_end_writes_json_table_and_pictures",
     "tests/test_zoo.py::test_saved_models_modules_are_generated_from_the_rows",
