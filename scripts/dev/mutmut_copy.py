@@ -41,7 +41,7 @@ PACKAGE_TESTS = {
     ),
     "rl755/policies": (
         "tests/test_policies.py", "tests/test_policy_behaviour.py", "tests/test_rollouts.py",
-        "tests/test_controllers.py",
+        "tests/test_rollouts_ray.py", "tests/test_controllers.py",
         "tests/test_environments_more.py",
     ),
     "rl755/common": (
@@ -64,6 +64,8 @@ PACKAGE_TESTS = {
     ),
     "rl755/data_gen": (
         "tests/test_collection_reports.py", "tests/test_rollouts.py", "tests/test_bad_shards.py",
+        "tests/test_rollouts_ray.py", "tests/test_corrupted_shards.py",
+        "tests/test_pickle_conversion.py",
         "tests/test_encoder_encode.py",
         "tests/test_typed_results.py", "tests/test_policies.py",
     ),
