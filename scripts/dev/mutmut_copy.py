@@ -75,7 +75,8 @@ PACKAGE_TESTS = {
         "tests/test_new_environment_errors.py", "tests/test_catalogue.py",
     ),
     "rl755/evaluation": (
-        "tests/test_world_model_eval.py", "tests/test_evaluation_figures.py",
+        "tests/test_world_model_eval.py", "tests/test_world_model_eval_script.py",
+        "tests/test_evaluation_figures.py",
         "tests/test_retrieval.py", "tests/test_evaluation_parts.py",
     ),
     "rl755/models": (
@@ -205,7 +206,7 @@ INSTRUMENTED_DESELECT = (
     "tests/test_registered_models.py::test_evaluate_world_model_scores_every_model_beside_the_mdn_rnn",
     "tests/test_sequential_devices.py::test_two_devices_give_the_same_losses_as_one",
     "tests/test_shipped_models.py::test_script_ships_and_refuses_clearly",
-    "tests/test_world_model_eval.py::test_script_end_to_end_writes_json_table_and_pictures",
+    "tests/test_world_model_eval_script.py::test_script_end_to_end_writes_json_table_and_pictures",
     "tests/test_zoo.py::test_saved_models_modules_are_generated_from_the_rows",
     "tests/test_zoo.py::test_saved_models_modules_are_what_the_rows_generate",
 )
