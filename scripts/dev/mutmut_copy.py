@@ -58,7 +58,8 @@ PACKAGE_TESTS = {
         "tests/test_trainer_conventions.py",
     ),
     "rl755/data": (
-        "tests/test_rollout_datasets.py", "tests/test_encoder_encode.py",
+        "tests/test_rollout_datasets.py", "tests/test_encoded_datasets.py",
+        "tests/test_encoder_encode.py",
         "tests/test_catalogue_docs.py", "tests/test_environment_entries.py",
         "tests/test_sequential_training.py",
     ),
