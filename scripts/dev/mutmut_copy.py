@@ -92,7 +92,8 @@ PACKAGE_TESTS = {
         "tests/test_pipeline.py", "tests/test_determinism.py",
         "tests/test_pipeline_resources.py", "tests/test_recipes.py", "tests/test_pack.py",
         "tests/test_slurm_pipeline.py", "tests/test_pipeline_environment.py",
-        "tests/test_pipeline_runners.py", "tests/test_pipeline_outputs.py",
+        "tests/test_pipeline_runners.py", "tests/test_recipe_runner.py",
+        "tests/test_pipeline_outputs.py",
         "tests/test_pipeline_files.py",
     ),
     "rl755/testing": (
