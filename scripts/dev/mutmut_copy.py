@@ -72,7 +72,8 @@ PACKAGE_TESTS = {
     ),
     "rl755/environments": (
         "tests/test_foundation.py", "tests/test_car_racing_render.py",
-        "tests/test_environment_entries.py", "tests/test_environments_more.py",
+        "tests/test_environment_entries.py", "tests/test_environment_spaces.py",
+        "tests/test_environments_more.py",
         "tests/test_new_environment_errors.py", "tests/test_catalogue.py",
     ),
     "rl755/evaluation": (
