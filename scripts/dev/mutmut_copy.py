@@ -38,6 +38,7 @@ PACKAGE_TESTS = {
         "tests/test_slurm_cluster.py", "tests/test_slurm_chain.py", "tests/test_slurm_jobs.py",
         "tests/test_slurm_sbatch.py", "tests/test_slurm_status.py", "tests/test_slurm_words.py",
         "tests/test_pipeline_resources.py", "tests/test_slurm_commands.py",
+        "tests/test_slurm_chain_status.py",
     ),
     "rl755/policies": (
         "tests/test_policies.py", "tests/test_policy_behaviour.py", "tests/test_rollouts.py",
