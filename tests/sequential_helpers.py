@@ -118,3 +118,13 @@ def train_mdn(model_dir, steps, **kw):
 def checkpoint_steps(model_dir):
     """The steps of `model_dir`'s complete checkpoints, oldest first."""
     return [c.step for c in checkpoints.list_complete_checkpoints(str(model_dir))]
+
+
+def run_steps(model, x):
+    """`model.step` over x [B, T, Z + A] one step at a time (Z = 4): the h_t stacked, [B, T, H]."""
+    state = model.initial_state(x.shape[0])
+    hs = []
+    for t in range(x.shape[1]):
+        h, state = model.step(x[:, t, :Z], x[:, t, Z:], state)
+        hs.append(h.numpy())
+    return np.stack(hs, axis=1)

@@ -33,7 +33,10 @@ def scratch_copy(root: str = REPO) -> str:
 # The tests that read each package (mutmut runs, per mutant, those of them that call the
 # mutated function). Every package of rl755/ has an entry (tests/test_mutations.py checks).
 PACKAGE_TESTS = {
-    "rl755/zoo": ("tests/test_zoo.py", "tests/test_zoo_commands.py", "tests/test_shipped_models.py"),
+    "rl755/zoo": (
+        "tests/test_zoo.py", "tests/test_zoo_commands.py", "tests/test_shipped_models.py",
+        "tests/test_shipping_rules.py",
+    ),
     "rl755/slurm": (
         "tests/test_slurm_cluster.py", "tests/test_slurm_chain.py", "tests/test_slurm_jobs.py",
         "tests/test_slurm_sbatch.py", "tests/test_slurm_status.py", "tests/test_slurm_words.py",
@@ -83,7 +86,7 @@ PACKAGE_TESTS = {
         "tests/test_retrieval.py", "tests/test_evaluation_parts.py",
     ),
     "rl755/models": (
-        "tests/test_encoder.py", "tests/test_sequential_models.py",
+        "tests/test_encoder.py", "tests/test_sequential_models.py", "tests/test_transformer_models.py",
         "tests/test_sequential_training.py", "tests/test_sequential_optimizer.py",
         "tests/test_sequential_devices.py", "tests/test_infilling.py", "tests/test_unet_gan.py",
         "tests/test_checkpoint_retention.py", "tests/test_registered_models.py",
