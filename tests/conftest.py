@@ -21,6 +21,22 @@ def environ(monkeypatch):
         monkeypatch.delenv(key, raising=False)
 
 
+@pytest.fixture
+def registered():
+    """register(spec) of rl755.environments for the test; unregistered afterwards."""
+    from rl755.environments import Environments
+
+    names = []
+
+    def register(spec):
+        names.append(spec.name)
+        return Environments.register(spec)
+
+    yield register
+    for name in names:
+        Environments.unregister(name)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_user_config(tmp_path, monkeypatch):
     """Points rl755's data/models dirs and config file at the test's tmp_path."""

@@ -33,20 +33,6 @@ def _guide_entry_blocks(repo_root) -> list[str]:
     return [b for b in blocks if b.startswith("EnvironmentSpec(")]
 
 
-@pytest.fixture
-def registered():
-    """register(spec) for the test; unregistered afterwards."""
-    names = []
-
-    def register(spec):
-        names.append(spec.name)
-        return Environments.register(spec)
-
-    yield register
-    for name in names:
-        Environments.unregister(name)
-
-
 def _play(env, seed, actions):
     obs, _ = env.reset(seed=seed)
     frames, rewards = [obs], []

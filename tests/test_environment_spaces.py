@@ -22,20 +22,6 @@ Box = collections.namedtuple("Box", ["low", "high", "shape", "dtype"])
 CATCH = "rl755.testing.old_gym_catch:Catch"
 
 
-@pytest.fixture
-def registered():
-    """register(spec) for the test; unregistered afterwards."""
-    names = []
-
-    def register(spec):
-        names.append(spec.name)
-        return Environments.register(spec)
-
-    yield register
-    for name in names:
-        Environments.unregister(name)
-
-
 def test_namedtuple_objects_and_ints_read_as_the_spaces_they_describe():
     """A namedtuple Discrete(n=17) is also a tuple of ints: it must read as Discrete(17)."""
     assert to_gymnasium_space(Discrete(17), "action_space") == gym.spaces.Discrete(17)

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from sequential_helpers import A, Z, fixed_slices, train_tiny, write_encoded_dataset
+from sequential_helpers import A, Z, fixed_slices, run_steps, train_tiny, write_encoded_dataset
 
 import examples.gru_world_model  # noqa: F401  (registers gru.gru_with_heads)
 from rl755.common import checkpoints, devices
@@ -58,15 +58,6 @@ def test_the_example_and_every_builder_are_covered():
 
 
 # ---- the model alone ------------------------------------------------------------------------
-def _steps(model, x):
-    state = model.initial_state(x.shape[0])
-    hs = []
-    for t in range(x.shape[1]):
-        h, state = model.step(x[:, t, :Z], x[:, t, Z:], state)
-        hs.append(h.numpy())
-    return np.stack(hs, axis=1)
-
-
 @pytest.mark.parametrize("name", MODELS)
 def test_step_agrees_with_the_full_pass(name):
     tf.keras.utils.set_random_seed(0)
@@ -78,7 +69,7 @@ def test_step_agrees_with_the_full_pass(name):
         pytest.skip(f"{name} steps with its index only (covered after training below)")
     full = model(x)["hidden"].numpy()
     assert full.shape == (2, 11, model.hidden_size)
-    np.testing.assert_allclose(_steps(model, x), full, atol=2e-5)
+    np.testing.assert_allclose(run_steps(model, x), full, atol=2e-5)
     np.testing.assert_allclose(
         model.get_hidden_representation(x, position=4).numpy(), full[:, 4], atol=1e-6
     )
@@ -126,7 +117,7 @@ def test_trains_a_few_steps_through_the_stage_and_loads_back(name, trained):
     again = load_trained_model(model_dir)
     np.testing.assert_array_equal(model(x)["hidden"].numpy(), again(x)["hidden"].numpy())
     if model.needs_rollout_ids:  # with its index loaded it steps as it runs
-        np.testing.assert_allclose(_steps(model, x), model(x)["hidden"].numpy(), atol=2e-5)
+        np.testing.assert_allclose(run_steps(model, x), model(x)["hidden"].numpy(), atol=2e-5)
 
 
 def _fit(name, model_dir, steps, pattern):
