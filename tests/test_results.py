@@ -192,6 +192,7 @@ TRIED = [
     "experiments/doom_take_cover/dream_calibration/evaluation_100_long_iter3",
     "experiments/doom_take_cover/dream_calibration/evaluation_100_long_iter4",
     "experiments/doom_take_cover/dream_calibration/evaluation_100_ctrl456",
+    "experiments/doom_take_cover/dream_calibration/evaluation_100_ctrl4567",
 ]
 
 
