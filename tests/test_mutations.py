@@ -58,6 +58,9 @@ def test_the_list_is_read_from_every_toml_file_and_a_malformed_entry_names_its_f
     (tmp_path / "c.toml").write_text(entry.format(n="bad").replace("what", "why"))
     with pytest.raises(ValueError, match=r"c\.toml: mutation 1 \(bad\)"):
         mutate.load_mutations(str(tmp_path))
+    (tmp_path / "c.toml").write_text("[[mutation]\nname = 'broken'\n")
+    with pytest.raises(ValueError, match=r"c\.toml is not valid TOML"):
+        mutate.load_mutations(str(tmp_path))
 
 
 def test_apply_refuses_text_that_is_not_there_once(mutate):

@@ -87,7 +87,10 @@ def load_mutations(directory: str = MUTATIONS_DIR) -> list[Mutation]:
             continue
         path = os.path.join(directory, name)
         with open(path, "rb") as f:
-            entries = tomllib.load(f).get("mutation", [])
+            try:
+                entries = tomllib.load(f).get("mutation", [])
+            except tomllib.TOMLDecodeError as e:
+                raise ValueError(f"{path} is not valid TOML: {e}; fix the entry there.") from e
         for i, entry in enumerate(entries):
             if sorted(entry) != sorted(fields):
                 raise ValueError(
@@ -240,7 +243,11 @@ def main(argv=None) -> int:
         return run_generated(args.package, args.time_limit, max(1, args.jobs), args.keep,
                              args.show, args.copy)  # fmt: skip
 
-    mutations = load_mutations()
+    try:
+        mutations = load_mutations()
+    except ValueError as e:
+        print(f"mutate.py: {e}", file=sys.stderr)
+        return 2
     if args.only:
         wanted = set(args.only.split(","))
         unknown = wanted - {m.name for m in mutations}
