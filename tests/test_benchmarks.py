@@ -149,6 +149,33 @@ def test_run_one_reads_results_and_failures_and_ends_what_a_benchmark_leaves(tmp
     assert bad[0]["command"] == "python benchmarks/bad.py --x=1"
 
 
+def test_a_ratio_past_its_bounds_is_run_again_and_fails_only_every_time(tmp_path, monkeypatch):
+    """The guard confirms a regression: a benchmark past its bounds runs again; the first run
+    inside them is kept (with the rejected ratios), one past them every time is a regression."""
+    bench_dir = os.path.join(REPO, "benchmarks")
+    for name, ratios in (("flaky", [0.1, 0.3, 0.8]), ("slow", [0.1, 0.2, 0.3, 0.8])):
+        (tmp_path / f"{name}.py").write_text(
+            "import os, sys\n"
+            f"sys.path.insert(0, {bench_dir!r})\n"
+            "from bench_result import report\n"
+            f"count = {str(tmp_path / name)!r} + '.count'\n"
+            "n = int(open(count).read()) if os.path.exists(count) else 0\n"
+            "open(count, 'w').write(str(n + 1))\n"
+            f"report('{name}/x', 'm', 1.0, 'r', 1.0, ratio={ratios}[n], target=0.9)\n"
+        )
+        monkeypatch.setitem(quick.QUICK, name, [])
+    monkeypatch.setattr(quick, "HERE", str(tmp_path))
+    table = quick.run_all(["flaky", "slow"], timeout=60, log_dir=str(tmp_path), confirm=2)
+    got = [(r["key"], r["ratio"], r.get("rejected_runs")) for r in table["rows"]]
+    assert got == [("flaky/x", 0.8, [0.1, 0.3]), ("slow/x", 0.3, [0.1, 0.2])]
+    assert quick.regressions(table["rows"]) == ["slow/x: ratio 0.3 is below half its target 0.9"]
+    assert (tmp_path / "flaky.count").read_text() == "3"
+    assert (tmp_path / "slow.count").read_text() == "3"
+    once = quick.run_all(["slow"], timeout=60, log_dir=str(tmp_path), confirm=0)
+    assert [(r["ratio"], r.get("rejected_runs")) for r in once["rows"]] == [(0.8, None)]
+    assert quick.main(["--confirm=-1", f"--out={tmp_path / 'q.json'}"]) == 2
+
+
 def test_update_reruns_some_and_keeps_the_other_rows(tmp_path, monkeypatch):
     def row(name, ratio):
         return dict(_row(f"{name}/x", ratio, 1.0), benchmark=name)
@@ -159,7 +186,7 @@ def test_update_reruns_some_and_keeps_the_other_rows(tmp_path, monkeypatch):
     out.write_text(json.dumps(old))
     new = dict(old, date="d1", rows=[row("acting_cost", 6.0)])
     monkeypatch.setattr(
-        quick, "run_all", lambda names, timeout, log_dir: json.loads(json.dumps(new))
+        quick, "run_all", lambda names, timeout, log_dir, confirm: json.loads(json.dumps(new))
     )
     assert (
         quick.main(["--only=acting_cost", "--update", f"--out={out}", f"--log_dir={tmp_path}"]) == 0

@@ -32,6 +32,7 @@ import math
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from rl755.models.retrieval.index import RetrievalSettings, build_index, value_size
@@ -142,11 +143,17 @@ class RetrievalBackbone(keras.layers.Layer):
         last = tf.zeros([batch_size, self.settings.window, self.input_size])
         return {"backbone": self.backbone.initial_state(batch_size), "last": last}
 
-    def step(self, x, state):
-        """x [B, D] -> (h [B, H], new state): one backbone step, one search per query."""
+    def step_query(self, x, state):
+        """x [B, D] -> (h [B, H], backbone state, last [B, w, D], query window [B, w D]):
+        the step up to the search."""
         h, inner = self.backbone.step(x, state["backbone"])
         last = tf.concat([state["last"][:, 1:], x[:, None, :]], axis=1)  # [B, w, D]
         window = tf.reshape(last, [-1, self.settings.window * self.input_size])
+        return h, inner, last, window
+
+    def step(self, x, state):
+        """x [B, D] -> (h [B, H], new state): one backbone step, one search per query."""
+        h, inner, last, window = self.step_query(x, state)
         return self.fusion(h, *self.retrieve(window)), {"backbone": inner, "last": last}
 
 
@@ -188,11 +195,46 @@ class RetrievalTransformer(HeadedSequentialModel):
         return self.loss_sums(batch, predictions)
 
     def step(self, z, a, state):
-        """As HeadedSequentialModel.step, compiled without XLA (the search is numpy)."""
+        """As HeadedSequentialModel.step. Called eagerly (acting): two XLA-compiled halves,
+        the backbone step and the fusion, around the search in numpy. Inside a tf.function
+        (a dream's loop): one graph without XLA, the search a numpy function in it."""
         self.ensure_built()
-        if self._step_fn is None:
-            self._step_fn = tf.function(self._step, reduce_retracing=True, jit_compile=False)
-        return self._step_fn(z, a, state)
+        if tf.inside_function():
+            if self._step_fn is None:
+                self._step_fn = tf.function(self._step, reduce_retracing=True, jit_compile=False)
+            return self._step_fn(z, a, state)
+        memory = self.backbone.memory
+        if memory is None:
+            self.backbone.retrieve(None)  # the error naming what to load
+        if not self._step_concrete:
+            self._step_concrete = {
+                "query": tf.function(self._step_query, jit_compile=True),
+                "fuse": tf.function(self._fuse_packed, jit_compile=True),
+            }
+        z, a = tf.convert_to_tensor(z), tf.convert_to_tensor(a)
+        key = tuple((t.dtype, tuple(t.shape)) for t in [z, a, *tf.nest.flatten(state)])
+        if key not in self._step_concrete:
+            query = self._step_concrete["query"]
+            self._step_concrete[key] = query.get_concrete_function(z, a, state)
+        h, inner, last, window = self._step_concrete[key](z, a, state)
+        no_exclusion = np.zeros(window.shape[0], np.int64)  # acting searches every rollout
+        values, dist, found = memory.search(
+            window.numpy(), no_exclusion, self.settings.num_neighbors
+        )
+        packed = tf.constant(np.concatenate([values, dist[..., None], found[..., None]], -1))
+        fuse_key = ("fuse", tuple(h.shape), tuple(packed.shape))
+        if fuse_key not in self._step_concrete:
+            fuse = self._step_concrete["fuse"]
+            self._step_concrete[fuse_key] = fuse.get_concrete_function(h, packed)
+        return self._step_concrete[fuse_key](h, packed), {"backbone": inner, "last": last}
+
+    def _fuse_packed(self, h, packed):
+        """h [B, H], packed [B, k, V + 2] (values, dist, found) -> [B, H]."""
+        return self.backbone.fusion(h, packed[..., :-2], packed[..., -2], packed[..., -1])
+
+    def _step_query(self, z, a, state):
+        x = tf.concat([tf.cast(z, tf.float32), tf.cast(a, tf.float32)], axis=-1)
+        return self.backbone.step_query(x, state)
 
     # ---- the index -------------------------------------------------------------------------------
     def build_extras(self, model_dir, builder):
