@@ -80,6 +80,7 @@ def _state(model_dir):
     return [w.numpy() for w in model.weights], optimizer
 
 
+@pytest.mark.slow
 def test_a_trainer_keeps_its_directory_bounded_and_a_pruned_run_resumes_exactly(tmp_path):
     steps, keep = 12, 2
     everything = _fit(tmp_path / "all", steps, keep=steps)  # nothing pruned: the reference

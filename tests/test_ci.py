@@ -198,3 +198,48 @@ def test_ci_fails_when_the_benchmark_guard_fails(tmp_path):
     proc, calls = _run_ci(tree, CI="true")
     assert proc.returncode != 0
     assert calls == STEPS
+
+
+def test_the_heaviest_groups_come_first_and_stay_whole():
+    from conftest import heaviest_groups_first
+
+    # (name, group, weight): b weighs 5, a 3, c 1 + 1, d 1.
+    items = [("a1", "a", 1), ("b1", "b", 5), ("c1", "c", 1), ("a2", "a", 2), ("d1", "d", 1)]
+    items.append(("c2", "c", 1))
+    ordered = heaviest_groups_first(items, lambda i: i[1], lambda i: i[2])
+    assert [name for name, _, _ in ordered] == ["b1", "a1", "a2", "c1", "c2", "d1"]
+
+
+ORDER_PROBE = """
+    import os, time
+    import pytest
+
+    def _record(name):
+        with open(os.path.join({out!r}, name), "w") as f:
+            f.write(repr(time.time()))
+        time.sleep(0.3)
+"""
+
+
+def test_make_tests_order_hands_the_slow_group_out_first(tmp_path):
+    """As `make test` runs them (its flags, read from the Makefile), a module holding one test
+    marked slow starts before the modules of more, quicker tests that are handed out after
+    the first ones (pytest-xdist's own order, by number of tests, starts it last)."""
+    import re
+
+    make = open(os.path.join(REPO, "Makefile")).read()
+    flags = re.search(r"pytest -n \$\(TEST_WORKERS\) (.*) \$\(PYTEST_ARGS\)", make).group(1)
+    out = tmp_path / "starts"
+    out.mkdir()
+    probe = textwrap.dedent(ORDER_PROBE).replace("{out!r}", repr(str(out)))
+    files = {
+        "test_heavy.py": probe + "\n@pytest.mark.slow\ndef test_heavy():\n    _record('heavy')\n"
+    }
+    for k, name in enumerate("bcdef", start=2):
+        tests = "".join(f"\ndef test_{name}{i}():\n    _record('{name}{i}')\n" for i in range(k))
+        files[f"test_{name}.py"] = probe + tests
+    proc = _pytest_on(tmp_path, files, "-n", "2", *flags.split())
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    start = {p.name: float(p.read_text()) for p in out.iterdir()}
+    assert len(start) == 21
+    assert start["heavy"] < min(start["b0"], start["c0"]), start

@@ -204,6 +204,7 @@ def test_script_takes_the_task_flag(tmp_path):
 
 
 # ---- the benchmark -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_benchmark_compares_infilling_pretraining_at_equal_compute(tmp_path):
     """benchmarks/research_world_models.py at tiny size: autoregressive training alone,
     mixed, and infilling pretraining then autoregressive, the same steps each, scored by the

@@ -181,6 +181,7 @@ def _assert_equal(a, b):
             assert a[key] == b[key], key
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # (a loaded machine)
 def test_an_interrupted_run_packed_and_resumed_elsewhere_equals_the_uninterrupted_one(tmp_path):
     whole, cut = str(tmp_path / "whole"), str(tmp_path / "cut")

@@ -214,6 +214,7 @@ def _weights(path):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # (a loaded machine)
 def test_tiny_doom_recipe_runs_every_step_and_a_rerun_skips_them(tmp_path, capfd):
     out = str(tmp_path / "doom")

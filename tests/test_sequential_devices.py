@@ -30,6 +30,7 @@ def encoded_dir(tmp_path):
     return write_encoded_dataset(tmp_path / "data" / "fake" / "encoded_rollouts" / "vae")
 
 
+@pytest.mark.slow
 def test_two_devices_give_the_same_losses_as_one(tmp_path):
     """Logical devices must be configured before TF initializes: run in a subprocess."""
     code = textwrap.dedent(f"""
