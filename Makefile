@@ -49,7 +49,7 @@ demo: $(STAMP)
 	$(PY) scripts/pipeline.py --preset=$(PRESET) --out_dir=$(DEMO_DIR) --seed=$(SEED)
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Every benchmark in benchmarks/ at a quick setting, one after the other (sized for about 5
 # minutes on 2 idle cores; about 20 on 2 cores shared by other jobs at load 13-27): writes benchmarks/results/quick.json (each ratio beside its target), then

@@ -71,39 +71,11 @@ def xdist_group_of(item) -> str:
     return item.nodeid.split("::")[0]
 
 
-# A test marked `slow` counts this many ordinary tests when the groups are ordered.
-SLOW_WEIGHT = 20
-
-
-def heaviest_groups_first(items, group_of, weight_of) -> list:
-    """`items` group by group, the heaviest group (the sum of its items' weights) first; each
-    group keeps its items' order, and groups of equal weight their first item's order.
-
-    `make test` passes --no-loadscope-reorder, so pytest-xdist hands the groups to its workers
-    in this order: the long groups start first and the last ones handed out are short, so
-    neither worker finishes long before the other (by default xdist orders groups by their
-    number of tests, which put a 4-test group of 3 minutes last)."""
-    weight, first = {}, {}
-    for i, item in enumerate(items):
-        group = group_of(item)
-        weight[group] = weight.get(group, 0) + weight_of(item)
-        first.setdefault(group, i)
-    return sorted(items, key=lambda item: (-weight[group_of(item)], first[group_of(item)]))
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
-
-    def group_of(item):
-        return item.get_closest_marker("xdist_group").args[0]
-
-    def weight_of(item):
-        return SLOW_WEIGHT if item.get_closest_marker("slow") else 1
-
-    items[:] = heaviest_groups_first(items, group_of, weight_of)
 
 
 @pytest.fixture(scope="session")
