@@ -29,6 +29,8 @@ def test_step_matches_full_sequence(name):
     x = tf.random.normal([3, 11, Z + A])  # 11 > window 4: crosses the transformer's window
     full = model(x)["hidden"].numpy()
     np.testing.assert_allclose(run_steps(model, x), full, atol=2e-5)
+    # Another batch size gets its own compiled step (kept per shape), not the first one's.
+    np.testing.assert_allclose(run_steps(model, x[:1]), full[:1], atol=2e-5)
     for t in (0, 5, -1):
         np.testing.assert_allclose(
             model.get_hidden_representation(x, position=t).numpy(), full[:, t], atol=1e-6

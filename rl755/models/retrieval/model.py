@@ -38,7 +38,7 @@ import tensorflow as tf
 from rl755.models.retrieval.index import RetrievalSettings, build_index, value_size
 from rl755.models.retrieval.memory import Memory
 from rl755.models.sequential.heads import DeterministicHead
-from rl755.models.sequential.models import HeadedSequentialModel
+from rl755.models.sequential.models import HeadedSequentialModel, concrete_for
 from rl755.models.sequential.transformer import CausalTransformer, split_transformer_sizes
 
 INDEX_DIR = "retrieval_index"
@@ -164,6 +164,7 @@ class RetrievalTransformer(HeadedSequentialModel):
 
     def __init__(self, backbone: RetrievalBackbone, z_head, representation_size, action_size, **kw):
         super().__init__(backbone, z_head, representation_size, action_size, **kw)
+        self._acting = None  # ((query fn, concretes), (fuse fn, concretes)): eager `step`
 
     @property
     def settings(self) -> RetrievalSettings:
@@ -205,28 +206,21 @@ class RetrievalTransformer(HeadedSequentialModel):
             return self._step_fn(z, a, state)
         memory = self.backbone.memory
         if memory is None:
-            self.backbone.retrieve(None)  # the error naming what to load
-        if not self._step_concrete:
-            self._step_concrete = {
-                "query": tf.function(self._step_query, jit_compile=True),
-                "fuse": tf.function(self._fuse_packed, jit_compile=True),
-            }
+            self.backbone.retrieve(None)  # raises, naming what to load
+        if self._acting is None:
+            query = tf.function(self._step_query, jit_compile=True)
+            fuse = tf.function(self._fuse_packed, jit_compile=True)
+            self._acting = ((query, {}), (fuse, {}))
+        (query, query_cache), (fuse, fuse_cache) = self._acting
         z, a = tf.convert_to_tensor(z), tf.convert_to_tensor(a)
-        key = tuple((t.dtype, tuple(t.shape)) for t in [z, a, *tf.nest.flatten(state)])
-        if key not in self._step_concrete:
-            query = self._step_concrete["query"]
-            self._step_concrete[key] = query.get_concrete_function(z, a, state)
-        h, inner, last, window = self._step_concrete[key](z, a, state)
+        h, inner, last, window = concrete_for(query, query_cache, z, a, state)(z, a, state)
         no_exclusion = np.zeros(window.shape[0], np.int64)  # acting searches every rollout
         values, dist, found = memory.search(
             window.numpy(), no_exclusion, self.settings.num_neighbors
         )
         packed = tf.constant(np.concatenate([values, dist[..., None], found[..., None]], -1))
-        fuse_key = ("fuse", tuple(h.shape), tuple(packed.shape))
-        if fuse_key not in self._step_concrete:
-            fuse = self._step_concrete["fuse"]
-            self._step_concrete[fuse_key] = fuse.get_concrete_function(h, packed)
-        return self._step_concrete[fuse_key](h, packed), {"backbone": inner, "last": last}
+        fused = concrete_for(fuse, fuse_cache, h, packed)(h, packed)
+        return fused, {"backbone": inner, "last": last}
 
     def _fuse_packed(self, h, packed):
         """h [B, H], packed [B, k, V + 2] (values, dist, found) -> [B, H]."""

@@ -29,6 +29,15 @@ from rl755.models.sequential.lstm import LstmBackbone
 from rl755.models.sequential.transformer import CausalTransformer, split_transformer_sizes
 
 
+def concrete_for(fn, cache: dict, *args):
+    """The concrete function of tf.function `fn` for the dtypes and shapes of `args` (tensors,
+    nested), kept in `cache`: calling it directly skips the tf.function's own dispatch."""
+    key = tuple((t.dtype, tuple(t.shape)) for t in tf.nest.flatten(args))
+    if key not in cache:
+        cache[key] = fn.get_concrete_function(*args)
+    return cache[key]
+
+
 class HeadedSequentialModel(SequentialModel):
     """A backbone layer with a z head (`DeterministicHead` or `MixtureDensityHead`) and
     optional reward/done heads: what a new model's builder usually returns
@@ -236,13 +245,7 @@ class HeadedSequentialModel(SequentialModel):
         if tf.inside_function():
             return self._step_fn(z, a, state)
         z, a = tf.convert_to_tensor(z), tf.convert_to_tensor(a)
-        flat = tf.nest.flatten(state)
-        key = (z.dtype, a.dtype, tuple(z.shape), tuple(a.shape))
-        key += tuple((s.dtype, tuple(s.shape)) for s in flat)
-        fn = self._step_concrete.get(key)
-        if fn is None:
-            fn = self._step_concrete[key] = self._step_fn.get_concrete_function(z, a, state)
-        return fn(z, a, state)
+        return concrete_for(self._step_fn, self._step_concrete, z, a, state)(z, a, state)
 
     def sample_next(self, hidden, temperature=1.0, seed=None, z=None):
         out = self.predict_from_hidden(hidden)
