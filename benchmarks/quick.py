@@ -14,12 +14,16 @@ that fails or prints no result is a row with "error".
 
 The guard (`--check`): a result is a regression when its ratio is below half its target
 (`better` "higher"), or above twice its target ("lower"); a benchmark that failed is one too.
-A ratio is measured side by side in one process, so other load on the machine moves both
-sides much alike, but not always equally (a side that hands work between threads loses more
-to a busy machine). So a benchmark with a ratio past these bounds is run again, up to
-`--confirm` more times, and its first run inside the bounds is the one kept (the earlier
-ratios go in the row's "rejected_runs"); only a ratio past the bounds in every run is a
-regression. Missing a target inside the bounds is reported, not failed. `docs/benchmarks.md`'s
+A result whose ratio on record (`--baseline`: by default the `--out` table as it was before
+this run, i.e. the committed one) misses its target is held to half (twice) that recorded
+ratio instead: the guard catches a ratio that got worse, and a target already missed is not
+a regression. A ratio is measured side by side in one process, so other load on the machine
+moves both sides much alike, but not always equally (a side bound by memory traffic or one
+that hands work between threads loses more to a busy machine). So a benchmark with a ratio
+past these bounds is run again, up to `--confirm` more times, and its first run inside the
+bounds is the one kept (the earlier ratios go in the row's "rejected_runs"); only a ratio
+past the bounds in every run is a regression. Missing a target inside the bounds is
+reported, not failed. `docs/benchmarks.md`'s
 table is made from the JSON by `benchmarks/docs_table.py --write`.
 
 Not in the quick set: the files of `NOT_QUICK`, each with the reason.
@@ -133,8 +137,24 @@ def run_one(name: str, timeout: float, log_dir: str) -> list[dict]:
     return rows
 
 
-def regressions(rows: list[dict]) -> list[str]:
-    """One message per result past half its target (see the module docstring)."""
+def recorded_ratios(path: str | None) -> dict[str, float]:
+    """{key: ratio} of the JSON table at `path` ({} for None). Raises ValueError when the
+    file cannot be read as a table."""
+    import json
+
+    if not path:
+        return {}
+    try:
+        with open(path) as f:
+            rows = json.load(f)["rows"]
+        return {r["key"]: r["ratio"] for r in rows if r.get("ratio") is not None}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"cannot read {path} as a benchmark table ({e})") from None
+
+
+def regressions(rows: list[dict], record: dict[str, float] | None = None) -> list[str]:
+    """One message per result past its bounds: half its target, or half its ratio in `record`
+    when that misses the target (twice, for "lower"); see the module docstring."""
     bad = []
     for row in rows:
         if "error" in row:
@@ -143,10 +163,17 @@ def regressions(rows: list[dict]) -> list[str]:
         ratio, target = row.get("ratio"), row.get("target")
         if ratio is None or target is None:
             continue
-        if row["better"] == "higher" and ratio < target / 2:
-            bad.append(f"{row['key']}: ratio {ratio:.3g} is below half its target {target:g}")
-        if row["better"] == "lower" and ratio > target * 2:
-            bad.append(f"{row['key']}: ratio {ratio:.3g} is above twice its target {target:g}")
+        higher = row["better"] == "higher"
+        held = (record or {}).get(row["key"])
+        what = f"its target {target:g}"
+        if held is not None and (held < target if higher else held > target):
+            what = f"its recorded ratio {held:.3g} (target {target:g})"
+        else:
+            held = target
+        if higher and ratio < held / 2:
+            bad.append(f"{row['key']}: ratio {ratio:.3g} is below half {what}")
+        if not higher and ratio > held * 2:
+            bad.append(f"{row['key']}: ratio {ratio:.3g} is above twice {what}")
     return bad
 
 
@@ -158,7 +185,9 @@ def met(row: dict) -> bool | None:
     return ratio >= target if row["better"] == "higher" else ratio <= target
 
 
-def run_confirmed(name: str, timeout: float, log_dir: str, confirm: int) -> list[dict]:
+def run_confirmed(
+    name: str, timeout: float, log_dir: str, confirm: int, record: dict | None = None
+) -> list[dict]:
     """`run_one`, run again up to `confirm` times while a ratio is past its bounds (not when
     it failed); the first run inside the bounds, or the last, with the ratios of the runs
     before it per key in "rejected_runs" (see the module docstring)."""
@@ -170,7 +199,7 @@ def run_confirmed(name: str, timeout: float, log_dir: str, confirm: int) -> list
             if rejected.get(row["key"]):
                 row["rejected_runs"] = list(rejected[row["key"]])
         failed = any("error" in r for r in rows)
-        if attempt == confirm or failed or not regressions(rows):
+        if attempt == confirm or failed or not regressions(rows, record):
             break
         print(f"   past its bounds: running {name} again ({attempt + 1} of {confirm})")
         for row in rows:
@@ -178,14 +207,16 @@ def run_confirmed(name: str, timeout: float, log_dir: str, confirm: int) -> list
     return rows
 
 
-def run_all(names: list[str], timeout: float, log_dir: str, confirm: int = 2) -> dict:
+def run_all(
+    names: list[str], timeout: float, log_dir: str, confirm: int = 2, record: dict | None = None
+) -> dict:
     """Runs the named quick benchmarks; the JSON table (see the module docstring)."""
     started = time.monotonic()
     load_before = os.getloadavg()[0]
     rows = []
     for name in names:
         print(f"== {command(name)}", flush=True)
-        rows += run_confirmed(name, timeout, log_dir, confirm)
+        rows += run_confirmed(name, timeout, log_dir, confirm, record)
     return {
         "date": datetime.date.today().isoformat(),
         "cpu": cpu_name(),
@@ -224,6 +255,12 @@ def main(argv: list[str]) -> int:
         help="Runs again a benchmark past its bounds up to this many times (module docstring).",
     )
     parser.add_argument(
+        "--baseline",
+        default=None,
+        help="The table of record whose ratios loosen a missed target's bounds (module "
+        "docstring); default: --out as it was before this run (none with --check_only).",
+    )
+    parser.add_argument(
         "--update",
         action="store_true",
         help="Keep the rows of the benchmarks not run from the existing --out.",
@@ -234,6 +271,13 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     import json
 
+    default_record = None if args.check_only or not os.path.exists(args.out) else args.out
+    try:
+        record = recorded_ratios(args.baseline or default_record)
+    except ValueError as e:
+        flag = "--baseline" if args.baseline else "--out (the table of record)"
+        print(f"{flag}: {e}; give a table written by benchmarks/quick.py.")
+        return 2
     if args.check_only:
         try:
             with open(args.out) as f:
@@ -252,7 +296,7 @@ def main(argv: list[str]) -> int:
             return 2
         log_dir = args.log_dir or tempfile.mkdtemp(prefix="rl755-bench-")
         print(f"benchmark outputs: {log_dir}/<name>.log", flush=True)
-        table = run_all(names, args.timeout, log_dir, args.confirm)
+        table = run_all(names, args.timeout, log_dir, args.confirm, record)
         if args.update and os.path.exists(args.out):
             with open(args.out) as f:
                 kept = [
@@ -264,7 +308,7 @@ def main(argv: list[str]) -> int:
 
         write_json_atomic(args.out, table)
         print(f"wrote {args.out} ({table['seconds']:.0f} s, load {table['load_average']})")
-    bad = regressions(table["rows"])
+    bad = regressions(table["rows"], record)
     for message in bad:
         print(f"REGRESSION {message}")
     if args.check or args.check_only:

@@ -42,6 +42,60 @@ def test_the_guard_fails_only_past_half_the_target():
     assert [quick.met(r) for r in rows] == [False, False, False, False, None, False, None]
 
 
+def test_a_target_missed_on_record_is_held_to_half_the_recorded_ratio():
+    """A ratio on record that misses its target loosens the bound to half (twice) it; one that
+    meets it changes nothing; keys not on record keep the target's bound."""
+    record = {"a": 6.0, "b": 6.0, "c": 20.0, "d": 3.0, "e": 1.0, "f": 2.0, "g": 10.0}
+    rows = [
+        _row("a", 3.0, 10.0),  # exactly half the recorded 6: not past it
+        _row("b", 2.99, 10.0),
+        _row("c", 4.99, 10.0),  # recorded 20 meets the target: half the target holds
+        _row("d", 6.0, 2.0, "lower"),  # exactly twice the recorded 3
+        _row("d2", 4.01, 2.0, "lower"),  # not on record
+        _row("e", 4.01, 2.0, "lower"),  # recorded 1 meets the target
+        _row("f", 4.01, 2.0, "lower"),  # recorded exactly at the target meets it
+        _row("g", 4.99, 10.0),  # the same, "higher"
+    ]
+    assert quick.regressions(rows, record) == [
+        "b: ratio 2.99 is below half its recorded ratio 6 (target 10)",
+        "c: ratio 4.99 is below half its target 10",
+        "d2: ratio 4.01 is above twice its target 2",
+        "e: ratio 4.01 is above twice its target 2",
+        "f: ratio 4.01 is above twice its target 2",
+        "g: ratio 4.99 is below half its target 10",
+    ]
+    assert len(quick.regressions(rows)) == 8  # without a record, the targets alone
+
+
+def test_the_baseline_is_the_table_before_the_run_or_the_one_given(tmp_path, monkeypatch, capsys):
+    table = {"date": "d", "cpu": "c", "load_average": [1, 2], "seconds": 3}
+    out, base = tmp_path / "q.json", tmp_path / "base.json"
+    out.write_text(json.dumps(dict(table, rows=[_row("a", 6.0, 10.0)])))
+    new = dict(table, rows=[_row("a", 4.0, 10.0)])
+    seen = []
+
+    def run_all(names, timeout, log_dir, confirm, record):
+        seen.append(record)
+        return json.loads(json.dumps(new))
+
+    monkeypatch.setattr(quick, "run_all", run_all)
+    args = ["--only=acting_cost", "--check", f"--out={out}", f"--log_dir={tmp_path}"]
+    assert quick.main(args) == 0  # 4 is above half the recorded 6
+    assert seen[-1] == {"a": 6.0}
+    # --check_only judges the table itself against its targets, unless given a baseline
+    assert quick.main(["--check_only", f"--out={out}"]) == 1
+    base.write_text(json.dumps(dict(table, rows=[_row("a", 7.0, 10.0)])))
+    assert quick.main(["--check_only", f"--out={out}", f"--baseline={base}"]) == 0
+    base.write_text(json.dumps(dict(table, rows=[_row("a", 9.0, 10.0)])))
+    assert quick.main(["--check_only", f"--out={out}", f"--baseline={base}"]) == 1
+    capsys.readouterr()
+    base.write_text("{not json")
+    before = out.read_text()
+    assert quick.main(args + [f"--baseline={base}"]) == 2
+    assert len(seen) == 1 and out.read_text() == before  # refused before running or writing
+    assert capsys.readouterr().out.startswith(f"--baseline: cannot read {base}")
+
+
 def test_check_only_exit_status(tmp_path, capsys):
     table = {"date": "d", "cpu": "c", "load_average": [1, 2], "seconds": 3, "rows": []}
     path = tmp_path / "q.json"
@@ -174,6 +228,11 @@ def test_a_ratio_past_its_bounds_is_run_again_and_fails_only_every_time(tmp_path
     once = quick.run_all(["slow"], timeout=60, log_dir=str(tmp_path), confirm=0)
     assert [(r["ratio"], r.get("rejected_runs")) for r in once["rows"]] == [(0.8, None)]
     assert quick.main(["--confirm=-1", f"--out={tmp_path / 'q.json'}"]) == 2
+    # held to half a recorded 0.2, the flaky one's first 0.1 is inside its bounds: one run
+    os.remove(tmp_path / "flaky.count")
+    held = quick.run_all(["flaky"], 60, str(tmp_path), confirm=2, record={"flaky/x": 0.2})
+    assert [(r["ratio"], r.get("rejected_runs")) for r in held["rows"]] == [(0.1, None)]
+    assert (tmp_path / "flaky.count").read_text() == "1"
 
 
 def test_update_reruns_some_and_keeps_the_other_rows(tmp_path, monkeypatch):
@@ -186,7 +245,9 @@ def test_update_reruns_some_and_keeps_the_other_rows(tmp_path, monkeypatch):
     out.write_text(json.dumps(old))
     new = dict(old, date="d1", rows=[row("acting_cost", 6.0)])
     monkeypatch.setattr(
-        quick, "run_all", lambda names, timeout, log_dir, confirm: json.loads(json.dumps(new))
+        quick,
+        "run_all",
+        lambda names, timeout, log_dir, confirm, record: json.loads(json.dumps(new)),
     )
     assert (
         quick.main(["--only=acting_cost", "--update", f"--out={out}", f"--log_dir={tmp_path}"]) == 0
