@@ -23,8 +23,8 @@ that hands work between threads loses more to a busy machine). So a benchmark wi
 past these bounds is run again, up to `--confirm` more times, and its first run inside the
 bounds is the one kept (the earlier ratios go in the row's "rejected_runs"); only a ratio
 past the bounds in every run is a regression. Missing a target inside the bounds is
-reported, not failed. `docs/benchmarks.md`'s
-table is made from the JSON by `benchmarks/docs_table.py --write`.
+reported, not failed. `docs/benchmarks.md`'s table is made from the JSON by
+`benchmarks/docs_table.py --write`.
 
 Not in the quick set: the files of `NOT_QUICK`, each with the reason.
 """
