@@ -239,6 +239,21 @@ def _collect(out_format: str):
     return run
 
 
+def _evaluate(root: Path, out: Path):
+    import numpy as np
+    from controller_helpers import exact_spec
+
+    from rl755.controller.evaluate import score_controller
+
+    params = np.random.default_rng(5).normal(0, 1, 21).astype(np.float32)
+    flags = {"num_episodes": 5, "seed": 40}
+    with run_record.record_run(str(out), flags, stage="evaluate_controller"):
+        return score_controller(
+            params, exact_spec(), num_episodes=5, seed=40, max_steps=12, envs_at_once=2,
+            out_dir=str(out), compare_random=True,
+        )  # fmt: skip
+
+
 # The controller's learning curve has a panel against the hours spent: wall clock.
 CURVE = ("learning_curve.png",)
 
@@ -251,4 +266,5 @@ STAGES = [
     ResumableStage("controller_dream", _nothing, _train_controller("dream"), CURVE),
     ResumableStage("collection_pickle", _nothing, _collect("pickle")),
     ResumableStage("collection_tfrecord", _nothing, _collect("tfrecord")),
+    ResumableStage("evaluation", _nothing, _evaluate),
 ]

@@ -229,3 +229,60 @@ def test_evaluation_json_holds_the_episodes_played_on_its_seeds(tmp_path):
     first = imageio.mimread(str(tmp_path / "e" / "episode.gif"))[0][..., :3]
     np.testing.assert_array_equal(first, ENV.make().reset(seed=40)[0])
     assert not np.array_equal(first, ENV.make().reset(seed=41)[0])
+
+
+class Killed(Exception):
+    pass
+
+
+def _counting(monkeypatch, fail_after=None):
+    """Patches the evaluation's run_episodes: counts the episodes it plays; raises (a kill)
+    once `fail_after` batches have been played."""
+    from rl755.controller import agent, evaluate
+
+    played, real = [], agent.run_episodes
+
+    def run_episodes(envs, agent, params, seeds, *args, **kwargs):
+        if fail_after is not None and len(played) >= fail_after:
+            raise Killed
+        played.append([int(s) for s in seeds])
+        return real(envs, agent, params, seeds, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "run_episodes", run_episodes)
+    return played
+
+
+def test_a_killed_evaluation_resumes_without_replaying_its_episodes(tmp_path, monkeypatch):
+    """Killed after two batches of 2, the rerun plays only seeds 44-46 and writes what an
+    uninterrupted run writes; a rerun of the finished evaluation plays nothing; other
+    parameters or seeds play again."""
+    params = np.random.default_rng(5).normal(0, 1, 21).astype(np.float32)
+    kw = dict(num_episodes=7, seed=40, max_steps=8, envs_at_once=2, compare_random=True)
+    want = score_controller(params, exact_spec(), out_dir=str(tmp_path / "whole"), **kw)
+
+    out = tmp_path / "e"
+    _counting(monkeypatch, fail_after=2)
+    with pytest.raises(Killed):
+        score_controller(params, exact_spec(), out_dir=str(out), **kw)
+    assert not (out / "evaluation.json").exists()
+    progress = json.loads((out / "evaluation.progress.json").read_text())
+    assert progress["returns"] == want["returns"][:4]
+
+    played = _counting(monkeypatch)
+    got = score_controller(params, exact_spec(), out_dir=str(out), **kw)
+    assert played == [[44, 45], [46]]
+    assert got.to_dict() == want.to_dict()
+    whole = json.loads((tmp_path / "whole" / "evaluation.json").read_text())
+    assert json.loads((out / "evaluation.json").read_text()) == whole
+    assert (out / "episode.gif").read_bytes() == (tmp_path / "whole" / "episode.gif").read_bytes()
+    assert not (out / "evaluation.progress.json").exists()
+
+    played = _counting(monkeypatch)
+    again = score_controller(params, exact_spec(), out_dir=str(out), extra={"out_dir": "x"}, **kw)
+    assert played == [] and again.returns == want.returns and again.out_dir == "x"
+
+    played = _counting(monkeypatch)
+    score_controller(params + 1, exact_spec(), out_dir=str(out), **kw)
+    assert played == [[40, 41], [42, 43], [44, 45], [46]]
+    score_controller(params + 1, exact_spec(), out_dir=str(out), **{**kw, "num_episodes": 3})
+    assert played[4:] == [[40, 41], [42]]

@@ -9,10 +9,19 @@
 
 Episode i uses reset seed `seed + i`; the random policy (uniform over the action box, its
 sampler seeded with the same seed) plays the same seeds for comparison.
+
+Resumable: after every batch of `envs_at_once` episodes the returns so far go to
+<out_dir>/evaluation.progress.json, and a rerun of the same evaluation (same environment,
+controller, parameters, models, seeds, step limit, batch) goes on from there; a rerun of a
+finished one returns its evaluation.json without playing. Episodes are independent (each its
+own reset seed), so a resumed evaluation equals an uninterrupted one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
 import os
 from collections.abc import Callable
@@ -87,35 +96,66 @@ def checked_params(agent, params, spec: AgentSpec) -> np.ndarray:
 
 def play_controller(
     agent, params, make_env: Callable, seeds, max_steps: int, envs_at_once: int = 4,
-    record_first: bool = False,
+    record_first: bool = False, played: dict | None = None, on_batch: Callable | None = None,
 ) -> dict:  # fmt: skip
     """Real episodes of controller `params` [N] on `seeds` [E], `envs_at_once` stepped together.
 
+    `played` ({"returns", "steps"} of the first seeds, a whole number of batches) resumes:
+    those episodes are kept, not replayed. `on_batch(returns, steps, frames)` is called after
+    every batch with everything played so far (frames: episode 0's, in the batch that plays
+    it, else None).
+
     Returns {"returns": [E] list, "steps": [E] list, "frames": episode 0's observations (with
-    `record_first`, else None)}.
+    `record_first` and episode 0 played here, else None)}.
     """
-    envs = [make_env() for _ in range(min(envs_at_once, len(seeds)))]
-    returns, steps, frames = [], [], None
+    returns = list((played or {}).get("returns", []))
+    steps = list((played or {}).get("steps", []))
+    frames = None
+    todo = len(seeds) - len(returns)
+    envs = [make_env() for _ in range(min(envs_at_once, todo))]
     try:
-        for start in range(0, len(seeds), len(envs)):
+        for start in range(len(returns), len(seeds), max(len(envs), 1)):
             batch = seeds[start : start + len(envs)]
+            first = start == 0 and record_first
             out = run_episodes(
                 envs,
                 agent,
                 np.repeat(np.asarray(params, np.float32)[None], len(batch), axis=0),
                 batch,
                 max_steps,
-                record_frames=0 if start == 0 and record_first else None,
+                record_frames=0 if first else None,
             )
-            if start == 0 and record_first:
+            if first:
                 frames = out["frames"]
             returns.extend(out["returns"].tolist())
             steps.extend(out["steps"].tolist())
             log.info("Played %d/%d episodes.", len(returns), len(seeds))
+            if on_batch is not None:
+                on_batch(returns, steps, out["frames"] if first else None)
     finally:
         for env in envs:
             env.close()
     return {"returns": returns, "steps": steps, "frames": frames}
+
+
+def params_sha256(params) -> str:
+    """SHA-256 (hex) of parameters as float32 [N]: what an evaluation was of."""
+    return hashlib.sha256(np.ascontiguousarray(params, np.float32).tobytes()).hexdigest()
+
+
+def _read_json(path: str) -> dict | None:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:  # unreadable: the evaluation is played again
+        log.warning("Ignoring %s (%s); playing its episodes again.", path, e)
+        return None
+
+
+def _same(record: dict | None, identity: dict) -> bool:
+    return record is not None and all(record.get(k) == v for k, v in identity.items())
 
 
 def spec_with_overrides(
@@ -161,7 +201,8 @@ def score_controller(
     """Plays `num_episodes` episodes (seeds seed, seed+1, ...) with controller `params` [N].
 
     Writes <out_dir>/evaluation.json and <out_dir>/episode.gif; returns what the JSON holds.
-    Raises ValueError when `num_episodes` < 1 or `params` do not fit the controller.
+    Resumes from <out_dir>/evaluation.progress.json, or returns a finished evaluation.json of
+    the same evaluation (module docstring) with `extra` updated. Raises ValueError when `num_episodes` < 1 or `params` do not fit the controller.
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}.")
@@ -171,11 +212,7 @@ def score_controller(
     agent = spec.build()
     params = checked_params(agent, params, spec)
     seeds = np.arange(num_episodes) + int(seed)
-    out = play_controller(
-        agent, params, make_env, seeds, max_steps, envs_at_once, record_first=True
-    )
-    returns, steps, frames = out["returns"], out["steps"], out["frames"]
-    result = {
+    identity = {
         "environment": env_enum.name,
         "controller": spec.controller,
         "encoder": spec.encoder_name,
@@ -183,21 +220,64 @@ def score_controller(
         "num_episodes": num_episodes,
         "seeds": seeds.tolist(),
         "max_steps": max_steps,
-        "returns": returns,
-        "steps": steps,
-        **stats(returns),
-        **(extra or {}),
+        "params_sha256": params_sha256(params),
     }
-    if compare_random:
-        rnd = random_policy_returns(make_env, seeds, max_steps)
-        result["random_policy"] = {
-            "returns": rnd["returns"].tolist(),
-            "steps": rnd["steps"].tolist(),
-            **stats(rnd["returns"]),
-        }
+    final_path = os.path.join(out_dir, "evaluation.json")
+    progress_path = os.path.join(out_dir, "evaluation.progress.json")
     os.makedirs(out_dir, exist_ok=True)
-    save_gif(os.path.join(out_dir, "episode.gif"), frames, fps=gif_fps)
-    sharded_io.write_json_atomic(os.path.join(out_dir, "evaluation.json"), result)
+    sharded_io.remove_stale_tmp_files(out_dir)
+    done = _read_json(final_path)
+    if (
+        _same(done, identity)
+        and ("random_policy" in done) == bool(compare_random)
+        and os.path.exists(os.path.join(out_dir, "episode.gif"))
+    ):
+        log.info(
+            "%s already holds this evaluation (%d episodes); delete it to play them again.",
+            final_path,
+            num_episodes,
+        )
+        if os.path.exists(progress_path):
+            os.remove(progress_path)
+        return EvaluationResult.from_dict({**done, **(extra or {})})
+    progress_identity = {**identity, "envs_at_once": envs_at_once}
+    progress = _read_json(progress_path)
+    if not _same(progress, progress_identity) or not os.path.exists(
+        os.path.join(out_dir, "episode.gif")
+    ):
+        progress = {**progress_identity, "returns": [], "steps": []}
+    elif progress["returns"]:
+        log.info(
+            "Resuming the evaluation in %s at episode %d/%d.",
+            out_dir,
+            len(progress["returns"]) + 1,
+            num_episodes,
+        )
+
+    def on_batch(returns, steps, frames):
+        if frames is not None:  # before the progress that says episode 0 was played
+            save_gif(os.path.join(out_dir, "episode.gif"), frames, fps=gif_fps)
+        progress.update(returns=list(returns), steps=list(steps))
+        sharded_io.write_json_atomic(progress_path, progress)
+
+    out = play_controller(
+        agent, params, make_env, seeds, max_steps, envs_at_once, record_first=True,
+        played=progress, on_batch=on_batch,
+    )  # fmt: skip
+    returns, steps = out["returns"], out["steps"]
+    result = {**identity, "returns": returns, "steps": steps, **stats(returns), **(extra or {})}
+    if compare_random:
+        rnd = progress.get("random_policy")
+        if rnd is None:
+            r = random_policy_returns(make_env, seeds, max_steps)
+            rnd = {"returns": r["returns"].tolist(), "steps": r["steps"].tolist()}
+            rnd.update(stats(rnd["returns"]))
+            progress["random_policy"] = rnd
+            sharded_io.write_json_atomic(progress_path, progress)
+        result["random_policy"] = rnd
+    sharded_io.write_json_atomic(final_path, result)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(progress_path)
     return EvaluationResult.from_dict(result)
 
 

@@ -61,6 +61,8 @@ class EvaluationResult(Result):
       controller_source: "trained", "shipped" or "dir" (None from `score_controller`).
       out_dir: where evaluation.json and episode.gif are (None from `score_controller`).
       controller_generation: the CMA-ES generation the controller comes from, when known.
+      params_sha256: SHA-256 of the controller's float32 parameters (a rerun of the same
+        evaluation finds it done by this and the fields above).
     """
 
     environment: str
@@ -81,6 +83,7 @@ class EvaluationResult(Result):
     controller_source: str | None = None
     out_dir: str | None = None
     controller_generation: int | None = None
+    params_sha256: str | None = None
 
     omit_none = True  # evaluation.json has no key for what is not there
 
