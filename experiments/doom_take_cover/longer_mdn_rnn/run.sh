@@ -22,7 +22,7 @@ for set in "1_random $R" "2_controller $O/data/raw_rollouts_controller" "3_hold 
       --out_dir=$O/data/encoded_rollouts/raw_rollout_vae_64ld_$name
   done
 done
-for steps in 2000 4000; do
+for steps in 2000; do
   echo "== $(date -Is) MDN-RNN to step $steps"
   $PY scripts/models/train_sequential_model.py --environment=DOOM_TAKE_COVER --model=mdn_rnn.mdn_rnn_with_heads \
     --rollouts_dataset=RawRolloutVae64ld "--rollouts_pattern=$O/data/encoded_rollouts/raw_rollout_vae_64ld_[123]_*/encoded-{split}*" \
@@ -42,4 +42,24 @@ for steps in 2000 4000; do
   $PY scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/dream_controller_$steps \
     --out_dir=$O/evaluation/dream_controller_$steps --seed=1000 --compare_random=True --num_episodes=100
 done
+# Whole episodes: the step-2000 model goes on for 800 steps on slices of 2,100 steps (sets 2-3,
+# whose episodes run long), then CMA-ES at ends x1.5, as in ../dream_calibration/ section 3.
+W=$O/models/mdn_rnn_64ld_longer_whole
+echo "== $(date -Is) MDN-RNN on whole episodes"
+$PY scripts/models/train_sequential_model.py --environment=DOOM_TAKE_COVER --model=mdn_rnn.mdn_rnn_with_heads \
+  --rollouts_dataset=RawRolloutVae64ld "--rollouts_pattern=$O/data/encoded_rollouts/raw_rollout_vae_64ld_[23]_*/encoded-{split}*" \
+  --model_dir=$W --train_steps=800 --learning_rate=3e-4 --sample_observations --slice_start=episode_start \
+  --seed=3 --batch_size=16 --sequence_length=2100 --save_every_n_steps=100 --validation_steps=4 \
+  --initial_weights=$O/models/mdn_rnn_64ld_longer_2000
+if [ ! -d ${W}_800 ]; then cp -r $W ${W}_800.tmp && mv ${W}_800.tmp ${W}_800; fi
+echo "== $(date -Is) CMA-ES in the whole-episode dream, ends x1.5"
+$PY scripts/models/train_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/dream_controller_whole800_s15 \
+  --sequential_model_dir=${W}_800 --eval_in=dream --encoder_dir=$Z/raw_rollout_vae_64ld --encoder_model=vae.Vae \
+  --representation_size=64 --controller=LinearController --cell_state=True --mode=dream --temperature=1.15 \
+  --done_threshold=0 --done_prob_scale=1.5 --parallelism=0 --seed=755 --cma_population_size=16 \
+  --cma_trials_per_member=8 --cma_generations=40 --rollout_max_steps=2100 --dream_initial_states=64 \
+  --eval_every=5 --eval_episodes=64 --select_episodes=256 --select_top=4
+echo "== $(date -Is) 100 real episodes, seeds 1000-1099"
+$PY scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/dream_controller_whole800_s15 \
+  --out_dir=$O/evaluation/dream_controller_whole800_s15 --seed=1000 --compare_random=True --num_episodes=100
 echo "== $(date -Is) done"
