@@ -202,7 +202,8 @@ def score_controller(
 
     Writes <out_dir>/evaluation.json and <out_dir>/episode.gif; returns what the JSON holds.
     Resumes from <out_dir>/evaluation.progress.json, or returns a finished evaluation.json of
-    the same evaluation (module docstring) with `extra` updated. Raises ValueError when `num_episodes` < 1 or `params` do not fit the controller.
+    the same evaluation (module docstring) with `extra` updated. Raises ValueError when
+    `num_episodes` < 1 or `params` do not fit the controller.
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}.")
