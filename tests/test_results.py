@@ -195,6 +195,7 @@ TRIED = [
     "experiments/doom_take_cover/dream_calibration/evaluation_100_ctrl4567",
     "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_step2000",
     "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_step2000_t15",
+    "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_whole800_s15",
 ]
 
 
