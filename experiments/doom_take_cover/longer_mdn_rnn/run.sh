@@ -62,4 +62,33 @@ $PY scripts/models/train_controller.py --environment=DOOM_TAKE_COVER --model_dir
 echo "== $(date -Is) 100 real episodes, seeds 1000-1099"
 $PY scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/dream_controller_whole800_s15 \
   --out_dir=$O/evaluation/dream_controller_whole800_s15 --seed=1000 --compare_random=True --num_episodes=100
+# Data that reaches the late game: 400 rollouts of the shipped dream_controller with 30% random
+# actions (set 4), then whole episodes of sets 2-4 from the step-2000 model, then as above.
+echo "== $(date -Is) collect set 4"
+$PY $COLLECT --num_rollouts=400 --out_dir=$O/data/raw_rollouts_shipped --seed=762 \
+  --policy=controller --controller_dir=$Z/dream_controller --random_action_prob=0.3
+for split in train validation; do
+  echo "== $(date -Is) encode 4_shipped $split"
+  $PY scripts/data_gen/encode_raw_rollouts.py --environment=DOOM_TAKE_COVER --model=vae.Vae \
+    --model_dir=$Z/raw_rollout_vae_64ld --split=$split "--rollouts_pattern=$O/data/raw_rollouts_shipped/rollouts-{split}*.tfrecord-*" \
+    --out_dir=$O/data/encoded_rollouts/raw_rollout_vae_64ld_4_shipped
+done
+W4=$O/models/mdn_rnn_64ld_longer_whole4
+echo "== $(date -Is) MDN-RNN on whole episodes of sets 2-4"
+$PY scripts/models/train_sequential_model.py --environment=DOOM_TAKE_COVER --model=mdn_rnn.mdn_rnn_with_heads \
+  --rollouts_dataset=RawRolloutVae64ld "--rollouts_pattern=$O/data/encoded_rollouts/raw_rollout_vae_64ld_[234]_*/encoded-{split}*" \
+  --model_dir=$W4 --train_steps=400 --learning_rate=3e-4 --sample_observations --slice_start=episode_start \
+  --seed=4 --batch_size=16 --sequence_length=2100 --save_every_n_steps=100 --validation_steps=4 \
+  --initial_weights=$O/models/mdn_rnn_64ld_longer_2000
+if [ ! -d ${W4}_400 ]; then cp -r $W4 ${W4}_400.tmp && mv ${W4}_400.tmp ${W4}_400; fi
+echo "== $(date -Is) CMA-ES in its dream, ends x1.5"
+$PY scripts/models/train_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/dream_controller_whole4_400_s15 \
+  --sequential_model_dir=${W4}_400 --eval_in=dream --encoder_dir=$Z/raw_rollout_vae_64ld --encoder_model=vae.Vae \
+  --representation_size=64 --controller=LinearController --cell_state=True --mode=dream --temperature=1.15 \
+  --done_threshold=0 --done_prob_scale=1.5 --parallelism=0 --seed=755 --cma_population_size=16 \
+  --cma_trials_per_member=8 --cma_generations=40 --rollout_max_steps=2100 --dream_initial_states=64 \
+  --eval_every=5 --eval_episodes=64 --select_episodes=256 --select_top=4
+echo "== $(date -Is) 100 real episodes, seeds 1000-1099"
+$PY scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/dream_controller_whole4_400_s15 \
+  --out_dir=$O/evaluation/dream_controller_whole4_400_s15 --seed=1000 --compare_random=True --num_episodes=100
 echo "== $(date -Is) done"
