@@ -69,7 +69,9 @@ def test_every_docs_page_renders_its_lists(repo_root, check):
             text = f.read()
         rel = os.path.relpath(path, repo_root)
         if check == "nesting":
-            problems += [f"{rel}:{n}: indent a nested list by 4 spaces" for n in short_nesting(text)]
+            problems += [
+                f"{rel}:{n}: indent a nested list by 4 spaces" for n in short_nesting(text)
+            ]
         else:
             problems += [
                 f"{rel}: a list folded into the paragraph {p!r}: put a blank line before it"

@@ -196,6 +196,7 @@ TRIED = [
     "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_step2000",
     "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_step2000_t15",
     "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_whole800_s15",
+    "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_whole4_400_s15",
 ]
 
 
