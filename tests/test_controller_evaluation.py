@@ -254,8 +254,8 @@ def _counting(monkeypatch, fail_after=None):
 
 def test_a_killed_evaluation_resumes_without_replaying_its_episodes(tmp_path, monkeypatch):
     """Killed after two batches of 2, the rerun plays only seeds 44-46 and writes what an
-    uninterrupted run writes; a rerun of the finished evaluation plays nothing; other
-    parameters or seeds play again."""
+    uninterrupted run writes; a rerun of the finished evaluation plays nothing; an unreadable
+    evaluation.json, other parameters or other seeds play again."""
     params = np.random.default_rng(5).normal(0, 1, 21).astype(np.float32)
     kw = dict(num_episodes=7, seed=40, max_steps=8, envs_at_once=2, compare_random=True)
     want = score_controller(params, exact_spec(), out_dir=str(tmp_path / "whole"), **kw)
@@ -280,6 +280,11 @@ def test_a_killed_evaluation_resumes_without_replaying_its_episodes(tmp_path, mo
     played = _counting(monkeypatch)
     again = score_controller(params, exact_spec(), out_dir=str(out), extra={"out_dir": "x"}, **kw)
     assert played == [] and again.returns == want.returns and again.out_dir == "x"
+
+    (out / "evaluation.json").write_text("{")  # unreadable: played again, not a crash
+    played = _counting(monkeypatch)
+    assert score_controller(params, exact_spec(), out_dir=str(out), **kw).returns == want.returns
+    assert played == [[40, 41], [42, 43], [44, 45], [46]]
 
     played = _counting(monkeypatch)
     score_controller(params + 1, exact_spec(), out_dir=str(out), **kw)

@@ -2,6 +2,7 @@
 nests a list only when it is indented by 4 spaces, and reads a list right after a paragraph
 line as more of that paragraph; either mistake shows on the site as run-on text."""
 
+import functools
 import glob
 import os
 import re
@@ -42,7 +43,9 @@ def swallowed_lists(html):
     ]
 
 
-def render(text, repo_root):
+@functools.cache
+def extensions(repo_root):
+    """(names, configs) of mkdocs.yml's markdown_extensions."""
     with open(os.path.join(repo_root, "mkdocs.yml")) as f:
         config = yaml.safe_load(f)
     names, configs = [], {}
@@ -50,6 +53,11 @@ def render(text, repo_root):
         name, options = next(iter(entry.items())) if isinstance(entry, dict) else (entry, {})
         names.append(name)
         configs[name] = options or {}
+    return names, configs
+
+
+def render(text, repo_root):
+    names, configs = extensions(repo_root)
     return markdown.markdown(text, extensions=names, extension_configs=configs)
 
 

@@ -168,6 +168,20 @@ def write_json_atomic(path: str, data: object) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def read_json_or_none(path: str):
+    """The JSON in `path`, or None when there is no such file or it does not parse (logged)."""
+    import json
+
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        logging.getLogger(__name__).warning("Ignoring %s, which cannot be read: %s", path, e)
+        return None
+
+
 def write_tfrecord(
     final_path: str, records: Sequence[bytes] | Iterator[bytes], compression: str = ""
 ) -> int:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -143,17 +142,6 @@ def params_sha256(params) -> str:
     return hashlib.sha256(np.ascontiguousarray(params, np.float32).tobytes()).hexdigest()
 
 
-def _read_json(path: str) -> dict | None:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:  # unreadable: the evaluation is played again
-        log.warning("Ignoring %s (%s); playing its episodes again.", path, e)
-        return None
-
-
 def _same(record: dict | None, identity: dict) -> bool:
     return record is not None and all(record.get(k) == v for k, v in identity.items())
 
@@ -225,13 +213,14 @@ def score_controller(
     }
     final_path = os.path.join(out_dir, "evaluation.json")
     progress_path = os.path.join(out_dir, "evaluation.progress.json")
+    gif_path = os.path.join(out_dir, "episode.gif")
     os.makedirs(out_dir, exist_ok=True)
     sharded_io.remove_stale_tmp_files(out_dir)
-    done = _read_json(final_path)
+    done = sharded_io.read_json_or_none(final_path)
     if (
         _same(done, identity)
         and ("random_policy" in done) == bool(compare_random)
-        and os.path.exists(os.path.join(out_dir, "episode.gif"))
+        and os.path.exists(gif_path)
     ):
         log.info(
             "%s already holds this evaluation (%d episodes); delete it to play them again.",
@@ -242,10 +231,8 @@ def score_controller(
             os.remove(progress_path)
         return EvaluationResult.from_dict({**done, **(extra or {})})
     progress_identity = {**identity, "envs_at_once": envs_at_once}
-    progress = _read_json(progress_path)
-    if not _same(progress, progress_identity) or not os.path.exists(
-        os.path.join(out_dir, "episode.gif")
-    ):
+    progress = sharded_io.read_json_or_none(progress_path)
+    if not _same(progress, progress_identity) or not os.path.exists(gif_path):
         progress = {**progress_identity, "returns": [], "steps": []}
     elif progress["returns"]:
         log.info(
@@ -257,7 +244,7 @@ def score_controller(
 
     def on_batch(returns, steps, frames):
         if frames is not None:  # before the progress that says episode 0 was played
-            save_gif(os.path.join(out_dir, "episode.gif"), frames, fps=gif_fps)
+            save_gif(gif_path, frames, fps=gif_fps)
         progress.update(returns=list(returns), steps=list(steps))
         sharded_io.write_json_atomic(progress_path, progress)
 

@@ -4,7 +4,6 @@ the pictures worth looking at, collected in `<out_dir>/pictures`."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import sys
@@ -16,20 +15,14 @@ from rl755.pipeline.presets import Preset
 from rl755.pipeline.stages import Paths
 
 
-def _read_json(path: str) -> dict | None:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
 def make_summary(
     preset: Preset, out_dir: str, rows: list[dict], started: float, run: dict | None = None
 ) -> dict:
     """The summary of a run; `run` ({"seed", "deterministic"}) is stored as it is."""
     env = Environments.from_name(preset.environment)
-    evaluation = _read_json(os.path.join(Paths(out_dir, env).evaluation_dir, "evaluation.json"))
+    evaluation = sharded_io.read_json_or_none(
+        os.path.join(Paths(out_dir, env).evaluation_dir, "evaluation.json")
+    )
     scores = None
     if evaluation:
         scores = {"controller": {k: evaluation.get(k) for k in ("mean", "std")}}
