@@ -67,6 +67,7 @@ QUICK = {
         "--train_steps=5", "--acting_steps=20", "--num_threads=1",
     ],
     "controller_generation": ["--population=16", "--trials=2", "--steps=60", "--repeats=2"],
+    "stage_startup": ["--repeats=3"],
 }  # fmt: skip
 
 # benchmarks/ files the quick set does not run, and why (a test checks every file is in one).

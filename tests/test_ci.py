@@ -80,6 +80,7 @@ def _pytest_on(tmp_path, code, *args, **env):
     environ.update(
         env, PATH=os.path.dirname(sys.executable), PYTHONPATH=os.pathsep.join([TESTS, REPO])
     )
+    environ.setdefault("RL755_TESTS_COLD", "1")  # (probes start no scripts: no warm server)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-c", os.path.join(REPO, "pyproject.toml"),
          "--rootdir", str(tmp_path), "-p", "no:cacheprovider", *args, str(tmp_path)],

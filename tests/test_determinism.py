@@ -271,10 +271,12 @@ def _env(preset):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # (with the shared tiny run's set-up; a loaded machine)
-def test_tiny_pipeline_twice_with_the_same_seed_is_identical(tiny_local_run, tmp_path):
-    """The issue's test: `pipeline.py --preset=tiny --seed=3 --deterministic` run twice gives
-    identical controller_params.npy, evaluation returns and, stage by stage, outputs. The first
-    run is the session's shared one (conftest.tiny_local_run, the same flags and config)."""
+def test_tiny_pipeline_twice_with_the_same_seed_is_identical(tiny_local_run, tmp_path, cold_python):
+    """`pipeline.py --preset=tiny --seed=3 --deterministic` run twice gives identical
+    controller_params.npy, evaluation returns and, stage by stage, outputs. The first run is
+    the session's shared one (conftest.tiny_local_run, the same flags and config), its
+    scripts forked from the suite's warm interpreter; this one runs them in fresh
+    interpreters (cold_python), each with its own str hash seed."""
     from pipeline_helpers import TINY_RUN_FLAGS, run_pipeline
 
     from rl755 import pipeline

@@ -104,9 +104,9 @@ def test_mixture_sampling_prints_no_onednn_type_notice():
 
 
 @pytest.mark.slow
-def test_a_ray_stage_prints_no_start_up_chatter(tmp_path):
+def test_a_ray_stage_prints_no_start_up_chatter(tmp_path, cold_python):
     """Stage 1 with 2 Ray workers, as `make demo` runs it: the progress and the summary,
-    nothing from TensorFlow's or Ray's start-up."""
+    nothing from TensorFlow's or Ray's start-up (in a fresh interpreter: cold_python)."""
     proc = subprocess.run(
         [
             sys.executable, os.path.join(REPO, "scripts/data_gen/collect_rollouts.py"),
