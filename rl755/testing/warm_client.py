@@ -1,12 +1,11 @@
 """The client half of `rl755.testing.warm_python`: standard library only, so it starts in
 milliseconds. The shim `warm_python.start` writes runs `main(...)`.
 
-`<shim> <script.py> [args]`, for a script of the repository's scripts/, benchmarks/ or tests/,
-outside a SLURM job,
-asks the server to fork a process that runs the script, passes it this process's stdin,
-stdout and stderr, forwards the signals it receives, and exits as the script did (its code,
-or the same signal). Anything else (`-c`, `-m`, options, another file, a server that does not
-answer or declines) execs the real interpreter with the same arguments.
+`<shim> <script.py> [args]`, for a script of the repository's scripts/, benchmarks/ or
+tests/ outside a SLURM job, asks the server to fork a process that runs the script, passes it
+this process's stdin, stdout and stderr, forwards the signals it receives, and exits as the
+script did (its code, or the same signal). Anything else (`-c`, `-m`, options, another file,
+a server that does not answer or declines) execs the real interpreter with the same arguments.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ def _cold(real_python: str, args: list[str]) -> None:
 
 
 def _warm_script(args: list[str], repo: str) -> str | None:
-    """The script's absolute path if `args` is `script.py [args]` inside `repo`, else None."""
-    if not args or args[0].startswith("-") or not args[0].endswith(".py"):
+    """The script's real path if `args` is `script [args]` for a file of `SCRIPT_DIRS`, else
+    None (`-c code`, `-m module`, options: their first argument is no such file)."""
+    if not args:
         return None
     if "SLURM_JOB_ID" in os.environ:  # a SLURM job runs the real interpreter, as on a cluster
         return None
