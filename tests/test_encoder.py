@@ -123,6 +123,48 @@ def test_training_saves_resumes_and_stops_when_done(tmp_path, raw_dir):
     assert checkpoints.newest_complete_checkpoint(str(model_dir)).number == 3
 
 
+def _weights(model_dir):
+    encoder = load_encoder("FAKE_PIXELS", "vae.Vae", str(model_dir), representation_size=4)
+    return [w.numpy() for w in encoder.weights]
+
+
+def test_initial_weights_start_a_new_run_from_another_runs_weights(tmp_path, raw_dir):
+    """--initial_weights: a warm start (e.g. from the shipped VAE), step 0 and a new optimizer;
+    the markers say where it started; a resumed run keeps its own checkpoint; another model's
+    weights, or a dir without a checkpoint, fail before any output."""
+    _train(tmp_path / "a", raw_dir, 20)
+    a = _weights(tmp_path / "a")
+    # A tiny learning rate: one Adam step moves each weight by ~1e-9, so the run's weights are
+    # where it started (a cold start with another seed is far from them).
+    warm = _train(tmp_path / "b", raw_dir, 1, learning_rate=1e-9, seed=1, save_every_n_steps=1,
+                  initial_weights=str(tmp_path / "a"))  # fmt: skip
+    assert warm.step == 1
+    for wa, wb in zip(a, _weights(tmp_path / "b"), strict=True):
+        np.testing.assert_allclose(wa, wb, atol=1e-6)
+    started = os.path.join(str(tmp_path / "a"), "model-001.weights.h5")
+    assert checkpoints.newest_complete_checkpoint(str(tmp_path / "b")).info["initial_weights"] == (
+        started
+    )
+    _train(tmp_path / "c", raw_dir, 1, learning_rate=1e-9, seed=1, save_every_n_steps=1)
+    cold = _weights(tmp_path / "c")
+    assert max(np.abs(wa - wc).max() for wa, wc in zip(a, cold, strict=True)) > 1e-2
+    # Resuming b ignores --initial_weights; its markers still name a's checkpoint.
+    _train(tmp_path / "b", raw_dir, 2, learning_rate=1e-9, save_every_n_steps=1,
+           initial_weights=str(tmp_path / "c"))  # fmt: skip
+    resumed = checkpoints.newest_complete_checkpoint(str(tmp_path / "b"))
+    assert resumed.step == 2 and resumed.info["initial_weights"] == started
+    for wa, wb in zip(a, _weights(tmp_path / "b"), strict=True):
+        np.testing.assert_allclose(wa, wb, atol=1e-6)
+    # Another representation size, or nothing there: refused before any output.
+    with pytest.raises(ValueError, match=r"model-001\.json in .*representation_size=4, this run"):
+        _train(tmp_path / "d", raw_dir, 1, representation_size=8,
+               initial_weights=str(tmp_path / "a"))  # fmt: skip
+    with pytest.raises(FileNotFoundError, match="no complete checkpoint"):
+        _train(tmp_path / "e", raw_dir, 1, initial_weights=str(tmp_path / "nothing"))
+    assert not os.path.exists(tmp_path / "d") or not os.listdir(tmp_path / "d")
+    assert not os.path.exists(tmp_path / "e") or not os.listdir(tmp_path / "e")
+
+
 def test_training_fails_fast_on_bad_input(tmp_path, raw_dir):
     with pytest.raises(FileNotFoundError, match="rollouts_pattern"):
         _train(tmp_path / "a", tmp_path / "nothing_here", 10)

@@ -289,6 +289,30 @@ def check_same_run(ckpt: Checkpoint | None, info: Mapping, keys, model_dir: str)
         )
 
 
+def find_initial_weights(path: str, info: Mapping, keys, example: str) -> Checkpoint:
+    """The newest complete checkpoint of `path` (a warm start's --initial_weights: another
+    run's model_dir or a shipped folder), checked to hold the model `info` describes.
+
+    Raises FileNotFoundError when `path` holds no complete checkpoint (naming `example`, a
+    model dir this flag takes), and ValueError when one of `keys` differs between the
+    checkpoint's marker and `info` (naming the marker and the key)."""
+    path = os.path.expanduser(str(path))
+    found = newest_complete_checkpoint(path) if os.path.isdir(path) else None
+    if found is None:
+        raise FileNotFoundError(
+            f"--initial_weights={path}: no complete checkpoint there (model-NNN.json + "
+            f"model-NNN.weights.h5). Give {example}."
+        )
+    for key in keys:
+        if key in found.info and key in info and found.info[key] != info[key]:
+            raise ValueError(
+                f"--initial_weights: {marker_name(found.number)} in {path} has "
+                f"{key}={found.info[key]!r}, this run trains {key}={info[key]!r}: start from "
+                "the same model."
+            )
+    return found
+
+
 def _h5_shapes(path: str) -> list[tuple[str, tuple[int, ...]]]:
     import h5py
 

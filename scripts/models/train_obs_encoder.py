@@ -36,6 +36,12 @@ flags.DEFINE_string(
 flags.DEFINE_integer("seed", 0, "Seed of the initial weights, frame sampling and shuffling.")
 flags.DEFINE_bool("deterministic", None, determinism.FLAG_HELP)
 flags.DEFINE_integer("keep_checkpoints", checkpoints.KEEP_CHECKPOINTS, checkpoints.KEEP_HELP)
+flags.DEFINE_string(
+    "initial_weights",
+    None,
+    "Warm start: another run's --model_dir or a shipped folder (rl755/zoo/shipped/<env>/<name>) "
+    "holding the same model; step 0 and a new optimizer. Ignored when --model_dir resumes.",
+)
 for _name in ("model_dir", "train_steps", "environment", "model"):
     flags.mark_flag_as_required(_name)
 
@@ -64,6 +70,7 @@ def main(argv):
             seed=FLAGS.seed,
             deterministic=FLAGS.deterministic,
             keep_checkpoints=FLAGS.keep_checkpoints,
+            initial_weights=FLAGS.initial_weights,
         )
 
 

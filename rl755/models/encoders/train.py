@@ -166,6 +166,7 @@ def train_obs_encoder(
     seed: int = 0,
     deterministic: bool | None = None,
     keep_checkpoints: int = checkpoints.KEEP_CHECKPOINTS,
+    initial_weights: str | None = None,
 ) -> TrainResult:
     """Trains (or resumes training) an encoder; see the module docstring.
 
@@ -182,6 +183,14 @@ def train_obs_encoder(
       deterministic: TensorFlow op determinism; None: on without a GPU.
       run_flags: flags for the run record and TensorBoard (default: the arguments).
       keep_checkpoints: rl755.common.checkpoints.KEEP_HELP.
+      initial_weights: a warm start: another run's model_dir or a shipped folder whose
+        newest checkpoint holds the same model (model, environment, representation size);
+        its weights start this run at step 0 with a new optimizer. Unused when `model_dir`
+        holds a checkpoint (the run resumes from it).
+
+    Raises:
+      FileNotFoundError: `initial_weights` holds no complete checkpoint.
+      ValueError: a bad flag, or `initial_weights` or `model_dir` holding another model.
     """
     for name, value in dict(
         train_steps=train_steps,
@@ -229,6 +238,21 @@ def train_obs_encoder(
     checkpoints.check_same_run(
         latest, info, ("model", "environment", "representation_size"), model_dir
     )
+    init = None
+    if latest is not None:
+        if "initial_weights" in latest.info:  # (later markers keep saying where it started)
+            info["initial_weights"] = latest.info["initial_weights"]
+        if initial_weights:
+            logging.info("--initial_weights is not used: %s holds a checkpoint.", model_dir)
+    elif initial_weights:
+        init = checkpoints.find_initial_weights(
+            initial_weights,
+            info,
+            ("model", "environment", "representation_size"),
+            "a train_obs_encoder.py --model_dir or a shipped folder, e.g. "
+            "rl755/zoo/shipped/<env>/<name>",
+        )
+        info["initial_weights"] = os.path.abspath(init.weights_path)
     done = latest.step if latest is not None else 0
     result = TrainResult(done, latest.weights_path if latest else None, [], [])
     if done >= train_steps:
@@ -254,6 +278,13 @@ def train_obs_encoder(
         builder.naming_bad_shards(*splits),
     ):
         build_encoder(encoder, env.observation_shape)
+        if init is not None:  # before compile: the checkpoint's optimizer state stays unused
+            checkpoints.load_weights_checked(encoder, init.weights_path)
+            logging.info(
+                "Starting from the weights of %s (its step %d); step 0 here, a new optimizer.",
+                init.weights_path,
+                init.step,
+            )
         optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
         encoder.compile(optimizer=optimizer, loss=encoder.get_loss_fn())
         if latest is not None:

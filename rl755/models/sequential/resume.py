@@ -95,21 +95,13 @@ def _load_initial_weights(model, path: str, info: dict, strategy) -> str:
     """Loads the newest complete checkpoint of `path` into `model` (a warm start); checks
     that it holds the same model (catalogue name and class), Z and A, and that the weights'
     shapes fit (naming the file). Returns the checkpoint's weights path."""
-    path = os.path.expanduser(str(path))
-    init = checkpoints.newest_complete_checkpoint(path) if os.path.isdir(path) else None
-    if init is None:
-        raise FileNotFoundError(
-            f"--initial_weights={path}: no complete checkpoint there (model-NNN.json + "
-            "model-NNN.weights.h5). Give a train_sequential_model.py --model_dir or a shipped "
-            "folder, e.g. rl755/zoo/shipped/<env>/<name>."
-        )
-    for key in ("model", "model_class", "representation_size", "action_size"):
-        if key in init.info and key in info and init.info[key] != info[key]:
-            raise ValueError(
-                f"--initial_weights: {checkpoints.marker_name(init.number)} in {path} has "
-                f"{key}={init.info[key]!r}, this run trains {key}={info[key]!r}: start from "
-                "the same model."
-            )
+    init = checkpoints.find_initial_weights(
+        path,
+        info,
+        ("model", "model_class", "representation_size", "action_size"),
+        "a train_sequential_model.py --model_dir or a shipped folder, e.g. "
+        "rl755/zoo/shipped/<env>/<name>",
+    )
     with strategy.scope():
         checkpoints.load_weights_checked(model, init.weights_path)
     logging.info(
