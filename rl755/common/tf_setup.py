@@ -110,8 +110,10 @@ class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
 def quiet() -> None:
     """Silences TensorFlow's start-up chatter in this process (see the module docstring).
     Call before TensorFlow is imported; `import rl755` does."""
+    if os.environ.get("RL755_TF_STARTUP_LOGS") == "1":
+        return  # everything TensorFlow prints, at its own log level
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if os.environ.get("RL755_TF_STARTUP_LOGS") == "1" or "tensorflow" in sys.modules:
+    if "tensorflow" in sys.modules:
         return
     if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
