@@ -39,6 +39,8 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from absl import logging
+
 from rl755.common import sharded_io
 
 _MARKER_RE = re.compile(r"^model-(\d+)\.json$")
@@ -289,14 +291,31 @@ def check_same_run(ckpt: Checkpoint | None, info: Mapping, keys, model_dir: str)
         )
 
 
-def find_initial_weights(path: str, info: Mapping, keys, example: str) -> Checkpoint:
-    """The newest complete checkpoint of `path` (a warm start's --initial_weights: another
-    run's model_dir or a shipped folder), checked to hold the model `info` describes.
+def warm_start(
+    latest: Checkpoint | None,
+    initial_weights: str | None,
+    info: dict,
+    keys,
+    model_dir: str,
+    example: str,
+) -> Checkpoint | None:
+    """Where a run's weights come from besides its own newest checkpoint `latest`: the
+    checkpoint of --initial_weights to load (a warm start at step 0, a new optimizer), or None.
 
-    Raises FileNotFoundError when `path` holds no complete checkpoint (naming `example`, a
-    model dir this flag takes), and ValueError when one of `keys` differs between the
-    checkpoint's marker and `info` (naming the marker and the key)."""
-    path = os.path.expanduser(str(path))
+    Sets info["initial_weights"] (the markers' record of where the run started): the loaded
+    weights' path, or, when resuming, what `latest`'s marker recorded. A resumed run ignores
+    `initial_weights` (logged). Raises FileNotFoundError when `initial_weights` holds no
+    complete checkpoint (naming `example`, a folder the flag takes), and ValueError when one of
+    `keys` differs between its marker and `info` (naming the marker and the key)."""
+    if latest is not None:
+        if "initial_weights" in latest.info:
+            info["initial_weights"] = latest.info["initial_weights"]
+        if initial_weights:
+            logging.info("--initial_weights is not used: %s holds a checkpoint.", model_dir)
+        return None
+    if not initial_weights:
+        return None
+    path = os.path.expanduser(str(initial_weights))
     found = newest_complete_checkpoint(path) if os.path.isdir(path) else None
     if found is None:
         raise FileNotFoundError(
@@ -310,6 +329,7 @@ def find_initial_weights(path: str, info: Mapping, keys, example: str) -> Checkp
                 f"{key}={found.info[key]!r}, this run trains {key}={info[key]!r}: start from "
                 "the same model."
             )
+    info["initial_weights"] = os.path.abspath(found.weights_path)
     return found
 
 

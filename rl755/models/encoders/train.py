@@ -37,6 +37,8 @@ from rl755.models.common.encoder import ObservationEncoder
 from rl755.models.encoders.callbacks import SaveEveryPeriod, StopOnNonFiniteLoss
 
 SHUFFLE_BUFFER = 1000
+# What a resumed or warm-started run must share with the checkpoint it starts from.
+IDENTITY_KEYS = ("model", "environment", "representation_size")
 NUM_IMAGES_IN_PNG = 8
 
 
@@ -235,24 +237,16 @@ def train_obs_encoder(
         "rollouts_pattern": builder.tfrecords_pattern(),
     }
     latest = checkpoints.newest_complete_checkpoint(model_dir)
-    checkpoints.check_same_run(
-        latest, info, ("model", "environment", "representation_size"), model_dir
+    checkpoints.check_same_run(latest, info, IDENTITY_KEYS, model_dir)
+    init = checkpoints.warm_start(
+        latest,
+        initial_weights,
+        info,
+        IDENTITY_KEYS,
+        model_dir,
+        "a train_obs_encoder.py --model_dir or a shipped folder, e.g. "
+        "rl755/zoo/shipped/<env>/<name>",
     )
-    init = None
-    if latest is not None:
-        if "initial_weights" in latest.info:  # (later markers keep saying where it started)
-            info["initial_weights"] = latest.info["initial_weights"]
-        if initial_weights:
-            logging.info("--initial_weights is not used: %s holds a checkpoint.", model_dir)
-    elif initial_weights:
-        init = checkpoints.find_initial_weights(
-            initial_weights,
-            info,
-            ("model", "environment", "representation_size"),
-            "a train_obs_encoder.py --model_dir or a shipped folder, e.g. "
-            "rl755/zoo/shipped/<env>/<name>",
-        )
-        info["initial_weights"] = os.path.abspath(init.weights_path)
     done = latest.step if latest is not None else 0
     result = TrainResult(done, latest.weights_path if latest else None, [], [])
     if done >= train_steps:

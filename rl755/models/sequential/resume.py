@@ -68,17 +68,28 @@ def start(
     )
     last = checkpoints.newest_complete_checkpoint(model_dir)
     checkpoints.check_same_run(last, info, IDENTITY_KEYS, model_dir)
+    init = checkpoints.warm_start(
+        last,
+        initial_weights,
+        info,
+        ("model", "model_class", "representation_size", "action_size"),
+        model_dir,
+        "a train_sequential_model.py --model_dir or a shipped folder, e.g. "
+        "rl755/zoo/shipped/<env>/<name>",
+    )
     if last is not None:
         with strategy.scope():
             model.load_weights(last.weights_path)
             checkpoints.restore_optimizer(optimizer, last)
         logging.info("Resuming from %s (step %d).", last.weights_path, last.step)
-        if "initial_weights" in last.info:  # (later markers keep saying where it started)
-            info["initial_weights"] = last.info["initial_weights"]
-        if initial_weights:
-            logging.info("--initial_weights is not used: %s holds a checkpoint.", model_dir)
-    elif initial_weights:
-        info["initial_weights"] = _load_initial_weights(model, initial_weights, info, strategy)
+    elif init is not None:
+        with strategy.scope():
+            checkpoints.load_weights_checked(model, init.weights_path)
+        logging.info(
+            "Starting from the weights of %s (its step %d); step 0 here, a new optimizer.",
+            init.weights_path,
+            init.step,
+        )
     return model, optimizer, info, last
 
 
@@ -89,24 +100,3 @@ def _refuse_old_format(model_dir: str) -> None:
             "model-<step>.optimizer.npz), which this version does not resume (load_trained_model "
             "still loads them). Train into another --model_dir."
         )
-
-
-def _load_initial_weights(model, path: str, info: dict, strategy) -> str:
-    """Loads the newest complete checkpoint of `path` into `model` (a warm start); checks
-    that it holds the same model (catalogue name and class), Z and A, and that the weights'
-    shapes fit (naming the file). Returns the checkpoint's weights path."""
-    init = checkpoints.find_initial_weights(
-        path,
-        info,
-        ("model", "model_class", "representation_size", "action_size"),
-        "a train_sequential_model.py --model_dir or a shipped folder, e.g. "
-        "rl755/zoo/shipped/<env>/<name>",
-    )
-    with strategy.scope():
-        checkpoints.load_weights_checked(model, init.weights_path)
-    logging.info(
-        "Starting from the weights of %s (its step %d); step 0 here, a new optimizer.",
-        init.weights_path,
-        init.step,
-    )
-    return os.path.abspath(init.weights_path)
