@@ -58,6 +58,11 @@ flags.DEFINE_string(
 )
 flags.DEFINE_enum("launcher", "local", ["local", "slurm"], "Run here, or submit to SLURM.")
 flags.DEFINE_list("stages", None, "Only these stages (local), e.g. train_controller,evaluate.")
+flags.DEFINE_string(
+    "until",
+    None,
+    "Recipe: stop after this step, e.g. collect_random; rerun without it to go on.",
+)
 flags.DEFINE_integer("seed", 0, "Seed of rollouts, CMA-ES and evaluation.")
 flags.DEFINE_integer("num_threads", None, "TF threads of the training stages (default: TF's).")
 flags.DEFINE_bool("dry_run", False, "SLURM: write the sbatch scripts without submitting.")
@@ -119,6 +124,8 @@ def _main():
         if FLAGS.environment:
             raise BadInput("--environment applies to presets; a recipe names its environment.")
         return _recipe()
+    if FLAGS.until:
+        raise BadInput("--until applies to recipes; a preset runs a subset with --stages.")
     preset = pipeline.get_preset(FLAGS.preset, _environment(FLAGS.environment))
     print(f"Preset {FLAGS.preset}: {preset.description}")
     if FLAGS.launcher == "slurm":
@@ -177,6 +184,11 @@ def _recipe():
             "--stages and --num_threads apply to presets; a recipe skips its finished steps "
             "itself and runs each with its own flags."
         )
+    if FLAGS.until:
+        try:
+            recipe.step(FLAGS.until)
+        except ValueError as e:
+            raise BadInput(f"--until: {e}") from None
     if FLAGS.launcher == "slurm":
         overrides = pipeline.parse_overrides(
             {name: FLAGS[name].value for name in _RESOURCE_FLAGS},
@@ -191,12 +203,17 @@ def _recipe():
             FLAGS.dry_run,
             overrides=overrides,
             deterministic=FLAGS.deterministic,
+            until=FLAGS.until,
         )
         for result in results:
             print(result.summary())
         return 0
     recipe_runner.run_recipe(
-        FLAGS.preset, FLAGS.out_dir, seed=FLAGS.seed, deterministic=FLAGS.deterministic
+        FLAGS.preset,
+        FLAGS.out_dir,
+        seed=FLAGS.seed,
+        deterministic=FLAGS.deterministic,
+        until=FLAGS.until,
     )
     return 0
 

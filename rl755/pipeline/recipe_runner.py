@@ -148,10 +148,12 @@ def submit_recipe(
     python: str | None = None,
     overrides=None,
     deterministic: bool | None = None,
+    until: str | None = None,
 ):
     """Submits recipe `name` to SLURM as an afterok chain (steps wait only for the steps
     they need), ending with a report job that writes the summary; returns LaunchResults.
-    Steps done already or still queued are not submitted again (`submit_chain`)."""
+    Steps done already or still queued are not submitted again (`submit_chain`). `until`:
+    submit the steps up to this one (and the report); raises ValueError if unknown."""
     from rl755.pipeline.resources import flag_hint, stage_resources
     from rl755.slurm import launcher, site
     from rl755.slurm.chain import Stage, submit_chain
@@ -164,6 +166,9 @@ def submit_recipe(
         return stage_resources(recipe, kind, overrides, cluster)
 
     stages = build_recipe_stages(recipe, out_dir, seed, resources, deterministic)
+    if until is not None:
+        recipe.step(until)
+        stages = stages[: [s.name for s in stages].index(until) + 1]
     stages.append(
         Stage(
             "report",
