@@ -197,6 +197,10 @@ TRIED = [
     "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_step2000_t15",
     "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_whole800_s15",
     "experiments/doom_take_cover/longer_mdn_rnn/evaluation_100_whole4_400_s15",
+    "experiments/doom_take_cover/vae_detail/evaluation_100_sampled_z",
+    "experiments/doom_take_cover/vae_detail/evaluation_100_real_search_best",
+    "experiments/doom_take_cover/vae_detail/evaluation_100_real_search_mean",
+    "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more",
 ]
 
 
