@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from rl755.controller import networks as controllers
-from rl755.controller import resolve
+from rl755.controller import resolve, saved
 from rl755.controller.agent import AgentSpec, run_episodes
 from rl755.controller.dream_eval import DreamEvaluator, encoded_initial_states
 from rl755.data_gen import episodes
@@ -34,6 +34,44 @@ def test_world_models_param_counts():
     assert controllers.make_controller("LinearController", 32 + 256, car).num_params == 867
     hidden = controllers.make_controller("HiddenLayerController", 32, car, hidden_units=40)
     assert hidden.num_params == 1443  # the paper's "z + 40 hidden units" controller
+    doom = controllers.make_controller(
+        "ThresholdController", 64 + 512 + 512, Environments.DOOM_TAKE_COVER
+    )
+    assert doom.num_params == 1088  # the paper's Doom controller: [z, h, c] -> one output
+
+
+def test_threshold_controller_plays_left_noop_right_by_its_one_output():
+    """World Models' Doom rule: y = tanh(w . x); y < -1/3 left, y > 1/3 right, else no-op."""
+    doom = Environments.DOOM_TAKE_COVER
+    ctrl = controllers.make_controller("ThresholdController", 2, doom)
+    meanings = doom.spec.action_meanings
+    w = np.array([[1.0, 0.0]])
+    y = np.array([-0.9, -0.34, -0.32, 0.0, 0.32, 0.34, 0.9])
+    inputs = np.stack([np.arctanh(y), np.full_like(y, 7.0)], axis=-1)[None]  # [1, 7, 2]
+    actions = ctrl.act(w, inputs)
+    assert actions.shape == (1, 7, 3) and np.all(actions.sum(-1) == 1)
+    played = [meanings[i] for i in actions[0].argmax(-1)]
+    assert played == ["MOVE_LEFT"] * 2 + ["NOOP"] * 3 + ["MOVE_RIGHT"] * 2
+    via_tf = ctrl.act(tf.constant(w), tf.constant(inputs, tf.float32)).numpy()
+    np.testing.assert_array_equal(via_tf, actions)
+    # Saved and loaded, it plays the levels it was made with.
+    mirrored = controllers.make_controller("ThresholdController", 2, doom, levels=ctrl.levels[::-1])
+    meta = saved.controller_meta(resolve.make_agent_spec(doom, "ThresholdController"), mirrored)
+    again = controllers.make_controller(
+        "ThresholdController", 2, doom, **saved.saved_controller_kwargs(meta)
+    )
+    mirrored_play = [meanings[i] for i in again.act(w, inputs)[0].argmax(-1)]
+    assert mirrored_play == ["MOVE_RIGHT"] * 2 + ["NOOP"] * 3 + ["MOVE_LEFT"] * 2
+    breakout = controllers.make_controller("ThresholdController", 2, Environments.BREAKOUT)
+    assert [Environments.BREAKOUT.spec.action_meanings[i] for i in breakout.levels] == [
+        "LEFT",
+        "NOOP",
+        "RIGHT",
+    ]
+    with pytest.raises(ValueError, match="CAR_RACING's actions are continuous.*LinearController"):
+        resolve.make_agent_spec("CAR_RACING", "ThresholdController")
+    with pytest.raises(ValueError, match="three different action indices"):
+        controllers.ThresholdController(2, 3, 0.0, 1.0, levels=(0, 0, 1))
 
 
 def test_unknown_controller_lists_valid_names():

@@ -84,7 +84,20 @@ class Controller(abc.ABC):
     def act(self, params, inputs):
         """params [P, N], inputs [P, B, D] -> actions [P, B, A] inside [low, high]."""
         xp = _xp(inputs)
+        params, inputs = self._checked(params, inputs)
+        t = xp.tanh(self._pre_activation(params, inputs))
+        scaled = self.action_low + (t + 1.0) * ((self.action_high - self.action_low) / 2.0)
+        if not self._clipped.any():
+            return scaled
         if xp is np:
+            clipped = np.clip(t, self.action_low, self.action_high)
+        else:
+            clipped = tf.clip_by_value(t, self.action_low, self.action_high)
+        return xp.where(self._clipped, clipped, scaled)
+
+    def _checked(self, params, inputs):
+        """(params, inputs) as float32; numpy shapes checked ([P, N] and [P, B, D])."""
+        if _xp(inputs) is np:
             params = np.asarray(params, np.float32)
             inputs = np.asarray(inputs, np.float32)
             if params.ndim != 2 or params.shape[1] != self.num_params:
@@ -97,15 +110,7 @@ class Controller(abc.ABC):
         else:
             params = tf.cast(params, tf.float32)
             inputs = tf.cast(inputs, tf.float32)
-        t = xp.tanh(self._pre_activation(params, inputs))
-        scaled = self.action_low + (t + 1.0) * ((self.action_high - self.action_low) / 2.0)
-        if not self._clipped.any():
-            return scaled
-        if xp is np:
-            clipped = np.clip(t, self.action_low, self.action_high)
-        else:
-            clipped = tf.clip_by_value(t, self.action_low, self.action_high)
-        return xp.where(self._clipped, clipped, scaled)
+        return params, inputs
 
     def act_single(self, params, features):
         """params [N], features [D] -> action [A] (numpy; convenience for one agent)."""
@@ -186,6 +191,77 @@ class HiddenLayerController(Controller):
         return xp.einsum("pbk,pka->pba", hidden, w2) + b2
 
 
+class ThresholdController(Controller):
+    """World Models' DoomTakeCover controller: one output y = tanh(w^T x), no bias (D
+    parameters: [z, h, c] -> 64 + 512 + 512 = 1,088), played as one of three actions on one
+    axis: y < -1/3 plays `levels[0]`, y > 1/3 `levels[2]`, otherwise `levels[1]`.
+
+    Actions are one-hot [A] (a discrete environment's action box). `levels`: three action
+    indices, low to high; `make_controller` derives them from the environment's action
+    meanings (MOVE_LEFT or LEFT, NOOP, MOVE_RIGHT or RIGHT) and fails on other environments.
+    """
+
+    THRESHOLD = 1.0 / 3.0
+
+    def __init__(
+        self, input_size, action_size, action_low, action_high, levels, action_squash=None
+    ):
+        super().__init__(input_size, action_size, action_low, action_high, action_squash)
+        levels = tuple(int(i) for i in levels)
+        if (
+            len(levels) != 3
+            or len(set(levels)) != 3
+            or not all(0 <= i < action_size for i in levels)
+        ):
+            raise ValueError(
+                f"levels must be three different action indices in [0, {action_size}), got "
+                f"{levels}."
+            )
+        self.levels = levels
+
+    def config(self) -> dict:
+        return {**super().config(), "levels": list(self.levels)}
+
+    @property
+    def num_params(self) -> int:
+        return self.input_size
+
+    def _pre_activation(self, params, inputs):
+        return _xp(inputs).einsum("pbd,pd->pb", inputs, params)[..., None]  # [P, B, 1]
+
+    def act(self, params, inputs):
+        """params [P, D], inputs [P, B, D] -> one-hot actions [P, B, A]."""
+        xp = _xp(inputs)
+        params, inputs = self._checked(params, inputs)
+        y = xp.tanh(self._pre_activation(params, inputs))[..., 0]  # [P, B]
+        low, middle, high = self.levels
+        index = xp.where(y < -self.THRESHOLD, low, xp.where(y > self.THRESHOLD, high, middle))
+        if xp is np:
+            return np.eye(self.action_size, dtype=np.float32)[index]
+        return tf.one_hot(index, self.action_size, dtype=tf.float32)
+
+
+#: Action meanings a ThresholdController plays, low to high (alternatives per level).
+THRESHOLD_LEVELS = (("MOVE_LEFT", "LEFT"), ("NOOP",), ("MOVE_RIGHT", "RIGHT"))
+
+
+def threshold_levels(environment) -> tuple[int, int, int]:
+    """The action indices of `THRESHOLD_LEVELS` in the action meanings of `environment` (an
+    `Environments` member); ValueError if one is missing."""
+    meanings = list(environment.spec.action_meanings or ())
+    levels = []
+    for names in THRESHOLD_LEVELS:
+        found = [meanings.index(n) for n in names if n in meanings]
+        if not found:
+            raise ValueError(
+                f"ThresholdController plays left / no-op / right on one axis; "
+                f"{environment.name}'s actions are {tuple(meanings) or 'continuous'}, with no "
+                f"{' or '.join(names)}. Use LinearController."
+            )
+        levels.append(found[0])
+    return tuple(levels)
+
+
 def controller_names() -> list[str]:
     """Valid --controller values."""
     return sorted(
@@ -227,6 +303,8 @@ def make_controller(
         action_low = environment.action_low if action_low is None else action_low
         action_high = environment.action_high if action_high is None else action_high
         kwargs.setdefault("action_squash", environment.controller_squash)
+        if cls is ThresholdController:
+            kwargs.setdefault("levels", threshold_levels(environment))
     if action_low is None or action_high is None or action_size is None:
         raise ValueError("make_controller needs an environment or action_size/low/high.")
     return cls(input_size, action_size, action_low, action_high, **kwargs)

@@ -83,6 +83,8 @@ def make_agent_spec(
     """Strictly resolves names (no models are built here); see the module docstring."""
     env = Environments.from_name(environment)
     controllers_lib.get_controller_class(controller)  # fail fast on unknown names
+    if controller == "ThresholdController":
+        controllers_lib.threshold_levels(env)  # and on environments without its three actions
     if encoder_dir:
         if not (encoder_model and representation_size):
             raise ValueError(
