@@ -1,6 +1,6 @@
 """The recipe runner with a fake launcher (tests/pipeline_fakes.py): each step once, reruns
 skip finished steps, --until, failures, the summary's values and code version, and headers
-printed before each step (the real scripts: tests/test_recipes.py)."""
+printed before each step (the real scripts: tests/test_recipes.py, tests/test_recipe_script.py)."""
 
 import json
 import os

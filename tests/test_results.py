@@ -201,6 +201,8 @@ TRIED = [
     "experiments/doom_take_cover/vae_detail/evaluation_100_real_search_best",
     "experiments/doom_take_cover/vae_detail/evaluation_100_real_search_mean",
     "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more",
+    "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_threshold",
+    "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_120",
 ]
 
 

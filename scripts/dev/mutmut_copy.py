@@ -95,7 +95,8 @@ PACKAGE_TESTS = {
     ),
     "rl755/pipeline": (
         "tests/test_pipeline.py", "tests/test_determinism.py",
-        "tests/test_pipeline_resources.py", "tests/test_recipes.py", "tests/test_pack.py",
+        "tests/test_pipeline_resources.py", "tests/test_recipes.py", "tests/test_recipe_script.py",
+        "tests/test_pack.py",
         "tests/test_slurm_pipeline.py", "tests/test_pipeline_environment.py",
         "tests/test_pipeline_runners.py", "tests/test_recipe_runner.py",
         "tests/test_pipeline_outputs.py",

@@ -78,15 +78,24 @@ snapshot $W ${W}_$WHOLE_STEPS
 
 # 5. CMA-ES in its dream at ends x1.5 (../longer_mdn_rnn/ step 6's flags, the new VAE), then 100
 #    real episodes on seeds 1000-1099.
-C=dream_controller_vae_more
-echo "== $(date -Is) CMA-ES in the dream"
-$PY scripts/models/train_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/$C \
-  --sequential_model_dir=${W}_$WHOLE_STEPS --eval_in=dream --encoder_dir=$V --encoder_model=vae.Vae \
-  --representation_size=64 --controller=LinearController --cell_state=True --mode=dream --temperature=1.15 \
-  --done_threshold=0 --done_prob_scale=1.5 --parallelism=0 --seed=755 --cma_population_size=16 \
-  --cma_trials_per_member=8 --cma_generations=40 --rollout_max_steps=2100 --dream_initial_states=64 \
-  --eval_every=5 --eval_episodes=64 --select_episodes=256 --select_top=4
-echo "== $(date -Is) 100 real episodes, seeds 1000-1099"
-$PY scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/$C \
-  --out_dir=$O/evaluation/$C --seed=1000 --compare_random=True --num_episodes=100
+controller() {  # controller NAME CONTROLLER GENERATIONS: CMA-ES in the dream, 100 real episodes
+  echo "== $(date -Is) CMA-ES in the dream: $1"
+  $PY scripts/models/train_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/$1 \
+    --sequential_model_dir=${W}_$WHOLE_STEPS --eval_in=dream --encoder_dir=$V --encoder_model=vae.Vae \
+    --representation_size=64 --controller=$2 --cell_state=True --mode=dream --temperature=1.15 \
+    --done_threshold=0 --done_prob_scale=1.5 --parallelism=0 --seed=755 --cma_population_size=16 \
+    --cma_trials_per_member=8 --cma_generations=$3 --rollout_max_steps=2100 --dream_initial_states=64 \
+    --eval_every=5 --eval_episodes=64 --select_episodes=256 --select_top=4
+  echo "== $(date -Is) 100 real episodes, seeds 1000-1099"
+  $PY scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/$1 \
+    --out_dir=$O/evaluation/$1 --seed=1000 --compare_random=True --num_episodes=100
+}
+controller dream_controller_vae_more LinearController 40
+
+# 6. The paper's controller (one output at ±1/3, 1,088 parameters) in the same dream.
+controller dream_controller_vae_more_threshold ThresholdController 40
+
+# 7. Step 5's search continued to generation 120 (a copy, so step 5's controller stays).
+snapshot $O/models/dream_controller_vae_more $O/models/dream_controller_vae_more_120
+controller dream_controller_vae_more_120 LinearController 120
 echo "== $(date -Is) done"
