@@ -111,9 +111,7 @@ def run_recipe(
     recipe = _start(name, out_dir, seed, deterministic)
     out_dir = os.path.abspath(out_dir)
     stages = build_recipe_stages(recipe, out_dir, seed=seed, deterministic=deterministic)
-    if until is not None:
-        recipe.step(until)
-        stages = stages[: [s.name for s in stages].index(until) + 1]
+    stages = _until(recipe, stages, until)
     todo = [s for s in stages if not _done(s)]
     _check_flags(todo, python)
     os.makedirs(out_dir, exist_ok=True)
@@ -138,6 +136,14 @@ def run_recipe(
     summary = write_summary(out_dir)
     print(format_summary(summary), flush=True)
     return summary
+
+
+def _until(recipe, stages: list, until: str | None) -> list:
+    """The stages up to step `until` (all if None); ValueError names the valid steps."""
+    if until is None:
+        return stages
+    recipe.step(until)
+    return stages[: [s.name for s in stages].index(until) + 1]
 
 
 def submit_recipe(
@@ -166,9 +172,7 @@ def submit_recipe(
         return stage_resources(recipe, kind, overrides, cluster)
 
     stages = build_recipe_stages(recipe, out_dir, seed, resources, deterministic)
-    if until is not None:
-        recipe.step(until)
-        stages = stages[: [s.name for s in stages].index(until) + 1]
+    stages = _until(recipe, stages, until)
     stages.append(
         Stage(
             "report",
