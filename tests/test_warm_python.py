@@ -74,11 +74,15 @@ def test_forked_scripts_draw_fresh_random_numbers(server):
 
 
 def _gone(pid, timeout=10.0):
+    """The process ended within `timeout` (a zombie not yet reaped by the server counts)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
             os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (ProcessLookupError, FileNotFoundError):
             return True
         time.sleep(0.05)
     return False
