@@ -33,7 +33,12 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     "sequential_model_dir", None, "Instead of --sequential_model: a train_sequential_model dir."
 )
-flags.DEFINE_string("controller", "LinearController", "LinearController | HiddenLayerController.")
+flags.DEFINE_string(
+    "controller",
+    "LinearController",
+    "LinearController | HiddenLayerController | ThresholdController (one output played as"
+    " left/no-op/right; environments with those actions).",
+)
 flags.DEFINE_integer("hidden_units", 40, "HiddenLayerController's hidden units.")
 flags.DEFINE_enum("mode", "real", ["real", "dream"], "Where the population is evaluated.")
 flags.DEFINE_integer("cma_population_size", 64, "CMA-ES population size P.")

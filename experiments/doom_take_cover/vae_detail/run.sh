@@ -78,13 +78,13 @@ snapshot $W ${W}_$WHOLE_STEPS
 
 # 5. CMA-ES in its dream at ends x1.5 (../longer_mdn_rnn/ step 6's flags, the new VAE), then 100
 #    real episodes on seeds 1000-1099.
-controller() {  # controller NAME CONTROLLER GENERATIONS: CMA-ES in the dream, 100 real episodes
+controller() {  # controller NAME CONTROLLER GENERATIONS [POPULATION TRIALS]: CMA-ES in the dream, 100 real episodes
   echo "== $(date -Is) CMA-ES in the dream: $1"
   $PY scripts/models/train_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/$1 \
     --sequential_model_dir=${W}_$WHOLE_STEPS --eval_in=dream --encoder_dir=$V --encoder_model=vae.Vae \
     --representation_size=64 --controller=$2 --cell_state=True --mode=dream --temperature=1.15 \
-    --done_threshold=0 --done_prob_scale=1.5 --parallelism=0 --seed=755 --cma_population_size=16 \
-    --cma_trials_per_member=8 --cma_generations=$3 --rollout_max_steps=2100 --dream_initial_states=64 \
+    --done_threshold=0 --done_prob_scale=1.5 --parallelism=0 --seed=755 --cma_population_size=${4:-16} \
+    --cma_trials_per_member=${5:-8} --cma_generations=$3 --rollout_max_steps=2100 --dream_initial_states=64 \
     --eval_every=5 --eval_episodes=64 --select_episodes=256 --select_top=4
   echo "== $(date -Is) 100 real episodes, seeds 1000-1099"
   $PY scripts/models/evaluate_controller.py --environment=DOOM_TAKE_COVER --model_dir=$O/models/$1 \
@@ -98,4 +98,7 @@ controller dream_controller_vae_more_threshold ThresholdController 40
 # 7. Step 5's search continued to generation 120 (a copy, so step 5's controller stays).
 snapshot $O/models/dream_controller_vae_more $O/models/dream_controller_vae_more_120
 controller dream_controller_vae_more_120 LinearController 120
+
+# 8. The paper's search size with its controller: 64 members x 16 dreams a generation.
+controller dream_controller_vae_more_paper_cma ThresholdController 60 64 16
 echo "== $(date -Is) done"
