@@ -203,6 +203,7 @@ TRIED = [
     "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more",
     "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_threshold",
     "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_120",
+    "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_paper_cma",
 ]
 
 
