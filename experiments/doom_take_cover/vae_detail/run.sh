@@ -101,4 +101,8 @@ controller dream_controller_vae_more_120 LinearController 120
 
 # 8. The paper's search size with its controller: 64 members x 16 dreams a generation.
 controller dream_controller_vae_more_paper_cma ThresholdController 60 64 16
+
+# 9. Step 8's search continued to generation 120 (a copy, so step 8's controller stays).
+snapshot $O/models/dream_controller_vae_more_paper_cma $O/models/dream_controller_vae_more_paper_cma_120
+controller dream_controller_vae_more_paper_cma_120 ThresholdController 120 64 16
 echo "== $(date -Is) done"
