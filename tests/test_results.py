@@ -204,6 +204,7 @@ TRIED = [
     "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_threshold",
     "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_120",
     "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_paper_cma",
+    "experiments/doom_take_cover/vae_detail/evaluation_100_vae_more_paper_cma_120",
 ]
 
 
