@@ -62,18 +62,7 @@ def test_recipe_names_are_presets_of_the_pipeline_script_and_bad_ones_fail_once(
     out = tmp_path / "run"
     out.mkdir()
     (out / "recipe.json").write_text(json.dumps({"recipe": "tiny_doom_dream", "seed": 0}))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "scripts/pipeline.py",
-            "--preset=tiny_car_racing_real",
-            f"--out_dir={out}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": REPO},
-    )
+    proc = _pipeline("--preset=tiny_car_racing_real", f"--out_dir={out}")
     assert proc.returncode == 2
     assert proc.stderr.count("--preset=tiny_doom_dream --seed=0") == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "USAGE" not in proc.stderr
